@@ -1,0 +1,1 @@
+"""Tutor: a chat tutor whose every turn is one structured JSON reply."""

@@ -1,0 +1,29 @@
+"""`tutor` command line: one subcommand per file in this package, each with `register()`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tutor.cli import parse_cmd
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tutor", description="Tutor: structured chat tutoring")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in (parse_cmd,):
+        command.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. `tutor parse ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

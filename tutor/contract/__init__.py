@@ -1,0 +1,48 @@
+"""The reply contract: RESPONSE_SCHEMA models and the raw-text -> ParsedReply ladder."""
+
+from tutor.contract.models import (
+    BLOCK_TYPES,
+    CHOICE_FIELD_TYPES,
+    EMOTIONS,
+    FIELD_TYPES,
+    MILESTONES,
+    RESPONSE_TYPES,
+    Content,
+    FieldOption,
+    Form,
+    FormField,
+    Media,
+    Meta,
+    ModuleState,
+    NextStep,
+    Progress,
+    TextBlock,
+    TutorResponse,
+)
+from tutor.contract.parsing import Outcome, ParsedReply, parse
+from tutor.contract.safety import is_safe_link, is_safe_media_src
+
+__all__ = [
+    "BLOCK_TYPES",
+    "CHOICE_FIELD_TYPES",
+    "EMOTIONS",
+    "FIELD_TYPES",
+    "MILESTONES",
+    "RESPONSE_TYPES",
+    "Content",
+    "FieldOption",
+    "Form",
+    "FormField",
+    "Media",
+    "Meta",
+    "ModuleState",
+    "NextStep",
+    "Outcome",
+    "ParsedReply",
+    "Progress",
+    "TextBlock",
+    "TutorResponse",
+    "is_safe_link",
+    "is_safe_media_src",
+    "parse",
+]

@@ -1,0 +1,72 @@
+"""The one async interface every backend implements, and the data that crosses it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.modules import Module
+    from tutor.progress import ProgressState
+
+Role = Literal["system", "user", "assistant"]
+Strategy = Literal["prompt", "json_object", "json_schema"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class LearnerInput:
+    """What the learner sent: free text, or answers to a form (already validated)."""
+
+    text: str | None = None
+    form_id: str | None = None
+    answers: dict[str, Any] | None = None
+
+    @property
+    def is_form(self) -> bool:
+        return self.form_id is not None
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """A structured view of the turn for the built-in tutor; HTTP providers ignore it."""
+
+    module: Module
+    progress: ProgressState  # after this turn's learner evidence was counted
+    detected: frozenset[str]  # topics the learner's input covered this turn
+    learner: LearnerInput | None  # None for the tutor's opening turn
+    turn_index: int  # 0 for the opening turn
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    messages: list[ChatMessage]
+    temperature: float
+    max_tokens: int
+    strategy: Strategy = "prompt"
+    context: TurnContext | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model: str = ""
+    refusal: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Provider(Protocol):
+    name: str  # "builtin" | "openai" | "anthropic"
+    model: str
+
+    async def complete(self, request: CompletionRequest) -> Completion: ...
+
+    async def aclose(self) -> None: ...
