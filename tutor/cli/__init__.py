@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tutor.cli import parse_cmd
+from tutor.cli import modules_cmd, parse_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tutor", description="Tutor: structured chat tutoring")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (parse_cmd,):
+    for command in (parse_cmd, modules_cmd):
         command.register(sub)
     return parser
 

@@ -1,10 +1,21 @@
-"""Backend settings from the environment (TUTOR_LLM_*), checked once at start-up."""
+"""Backend settings from the environment (TUTOR_LLM_*), checked once at start-up.
+
+Every problem raises ConfigError with a message that names the variable and shows a value
+that would work, so an operator can fix the environment without reading code.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+PROVIDERS = ("builtin", "openai", "anthropic")
+STRATEGIES = ("prompt", "json_object", "json_schema")
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+EXAMPLE_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+BUILTIN_MODEL = "builtin-tutor"
 
 
 class ConfigError(ValueError):
@@ -15,17 +26,178 @@ class ConfigError(ValueError):
 class LLMSettings:
     provider: str = "builtin"
     base_url: str | None = None
-    api_key: str | None = None
-    model: str = "builtin-tutor"
+    api_key: str | None = field(default=None, repr=False)  # never in logs or reprs
+    model: str = BUILTIN_MODEL
     strategy: str = "prompt"
     temperature: float = 0.7
     max_tokens: int = 2048
     timeout_s: float = 60.0
+    max_retries: int = 2  # extra tries per call for timeouts, connection errors, 429, 5xx
+    retry_base_delay_s: float = 0.5  # first backoff; doubles per try, with jitter
+    retry_max_delay_s: float = 20.0  # cap for backoff and for a server's Retry-After
+    stream: bool = False  # complete() reads an SSE stream under the hood
+    turn_token_budget: int | None = None  # per model call: estimated prompt + max_tokens
+    conversation_token_budget: int | None = None  # tokens spent over a whole conversation
+    price_input_per_mtok: float | None = None  # currency units per million input tokens
+    price_output_per_mtok: float | None = None
+    reask_output_chars: int = 1500  # how much of a failed reply the re-ask quotes back
+    anthropic_version: str = "2023-06-01"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LLMSettings:
         env = os.environ if env is None else env
-        provider = env.get("TUTOR_LLM_PROVIDER", "builtin").strip().lower() or "builtin"
-        if provider != "builtin":
-            raise ConfigError(f"TUTOR_LLM_PROVIDER={provider!r} is not available yet; unset it")
-        return cls()
+        get = _Env(env)
+        provider = (get.text("TUTOR_LLM_PROVIDER") or "builtin").lower()
+        if provider not in PROVIDERS:
+            raise ConfigError(
+                f"TUTOR_LLM_PROVIDER={provider!r} is not a backend: set TUTOR_LLM_PROVIDER to "
+                "builtin (default, offline), openai (any OpenAI-compatible server) or anthropic"
+            )
+        strategy = (get.text("TUTOR_LLM_STRATEGY") or "prompt").lower()
+        if strategy not in STRATEGIES:
+            raise ConfigError(
+                f"TUTOR_LLM_STRATEGY={strategy!r} is not a strategy: set TUTOR_LLM_STRATEGY to "
+                "prompt, json_object or json_schema"
+            )
+        max_temp = 1.0 if provider == "anthropic" else 2.0
+        common = dict(
+            strategy=strategy,
+            temperature=get.number("TUTOR_LLM_TEMPERATURE", 0.7, low=0.0, high=max_temp),
+            max_tokens=get.integer("TUTOR_LLM_MAX_TOKENS", 2048, low=16),
+            timeout_s=get.number("TUTOR_LLM_TIMEOUT", 60.0, low=0.001),
+            max_retries=get.integer("TUTOR_LLM_MAX_RETRIES", 2, low=0, high=10),
+            retry_base_delay_s=get.number("TUTOR_LLM_RETRY_BASE_DELAY", 0.5, low=0.0),
+            retry_max_delay_s=get.number("TUTOR_LLM_RETRY_MAX_DELAY", 20.0, low=0.0),
+            stream=get.flag("TUTOR_LLM_STREAM"),
+            turn_token_budget=get.integer("TUTOR_TURN_TOKEN_BUDGET", None, low=1),
+            conversation_token_budget=get.integer("TUTOR_CONVERSATION_TOKEN_BUDGET", None, low=1),
+            price_input_per_mtok=get.number("TUTOR_PRICE_INPUT_PER_MTOK", None, low=0.0),
+            price_output_per_mtok=get.number("TUTOR_PRICE_OUTPUT_PER_MTOK", None, low=0.0),
+        )
+        if provider == "builtin":
+            return cls(provider="builtin", model=BUILTIN_MODEL, **common)
+
+        base_url = _base_url(get.text("TUTOR_LLM_BASE_URL") or DEFAULT_BASE_URLS[provider], provider)
+        model = get.text("TUTOR_LLM_MODEL")
+        if not model:
+            raise ConfigError(
+                f"TUTOR_LLM_MODEL is not set: set TUTOR_LLM_MODEL={EXAMPLE_MODELS[provider]} "
+                "(the model name your endpoint serves)"
+            )
+        api_key = get.text("TUTOR_LLM_API_KEY")
+        if not api_key and provider == "anthropic":
+            raise ConfigError(
+                "TUTOR_LLM_API_KEY is not set: the Anthropic API needs a key; "
+                "set TUTOR_LLM_API_KEY=sk-ant-... (from console.anthropic.com)"
+            )
+        if not api_key and urlsplit(base_url).hostname == "api.openai.com":
+            raise ConfigError(
+                "TUTOR_LLM_API_KEY is not set: api.openai.com needs a key; set TUTOR_LLM_API_KEY=sk-... "
+                "(local OpenAI-compatible servers need none: set TUTOR_LLM_BASE_URL, e.g. "
+                "http://127.0.0.1:11434/v1 for Ollama)"
+            )
+        return cls(provider=provider, base_url=base_url, api_key=api_key, model=model, **common)
+
+    @property
+    def prices_configured(self) -> bool:
+        return self.price_input_per_mtok is not None or self.price_output_per_mtok is not None
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float | None:
+        """What these tokens cost at the configured prices; None when no price is set."""
+        if not self.prices_configured:
+            return None
+        return (
+            tokens_in * (self.price_input_per_mtok or 0.0)
+            + tokens_out * (self.price_output_per_mtok or 0.0)
+        ) / 1_000_000
+
+    def describe(self) -> str:
+        """One line for logs and the eval header; the key is never shown."""
+        where = f" at {self.base_url}" if self.base_url else ""
+        key = " (key set)" if self.api_key else ""
+        return f"{self.provider}{where} model={self.model} strategy={self.strategy}{key}"
+
+
+def _base_url(value: str, provider: str) -> str:
+    url = value.strip().rstrip("/")
+    parts = urlsplit(url)
+    example = DEFAULT_BASE_URLS[provider] if provider == "anthropic" else "http://127.0.0.1:11434/v1"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"TUTOR_LLM_BASE_URL={value!r} is not an http(s) URL: set e.g. TUTOR_LLM_BASE_URL={example}"
+        )
+    for suffix in ("/chat/completions", "/messages"):
+        if parts.path.endswith(suffix):
+            raise ConfigError(
+                f"TUTOR_LLM_BASE_URL={value!r} includes the endpoint path: set "
+                f"TUTOR_LLM_BASE_URL={url[: -len(suffix)]} (we append {suffix} ourselves)"
+            )
+    if provider == "anthropic" and parts.path.endswith("/v1"):
+        url = url[: -len("/v1")]  # we call {base}/v1/messages, as Anthropic's SDKs do
+    return url
+
+
+class _Env:
+    """Typed reads of environment variables; empty strings count as unset."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.env = env
+
+    def text(self, name: str) -> str | None:
+        value = self.env.get(name)
+        value = value.strip() if value is not None else None
+        return value or None
+
+    def number(self, name: str, default, *, low: float | None = None, high: float | None = None):
+        raw = self.text(name)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a number: set e.g. {name}={_example(name)}") from None
+        _check_range(name, raw, value, low, high)
+        return value
+
+    def integer(self, name: str, default, *, low: int | None = None, high: int | None = None):
+        raw = self.text(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw.replace("_", ""))
+        except ValueError:
+            raise ConfigError(
+                f"{name}={raw!r} is not a whole number: set e.g. {name}={_example(name)}"
+            ) from None
+        _check_range(name, raw, value, low, high)
+        return value
+
+    def flag(self, name: str) -> bool:
+        raw = (self.text(name) or "0").lower()
+        if raw in ("1", "true", "yes", "on"):
+            return True
+        if raw in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{name}={raw!r} is not a switch: set {name}=1 or {name}=0")
+
+
+def _check_range(name: str, raw: str, value: float, low, high) -> None:
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise ConfigError(f"{name}={raw} is out of range: set {name} to a value {bounds}")
+
+
+_EXAMPLES = {
+    "TUTOR_LLM_TEMPERATURE": "0.7",
+    "TUTOR_LLM_MAX_TOKENS": "2048",
+    "TUTOR_LLM_TIMEOUT": "60",
+    "TUTOR_LLM_MAX_RETRIES": "2",
+    "TUTOR_TURN_TOKEN_BUDGET": "16000",
+    "TUTOR_CONVERSATION_TOKEN_BUDGET": "400000",
+    "TUTOR_PRICE_INPUT_PER_MTOK": "0.15",
+    "TUTOR_PRICE_OUTPUT_PER_MTOK": "0.60",
+}
+
+
+def _example(name: str) -> str:
+    return _EXAMPLES.get(name, "1")

@@ -1,27 +1,85 @@
-"""Turn policy: one provider call, parse. (Retries and fail-closed come with the backends.)"""
+"""Turn policy (seeds 003 and 004): call, parse, re-ask once, then fail closed.
+
+1. Attempt 1 at the configured temperature. Timeouts, connection faults, 429 and 5xx are
+   retried with bounded exponential backoff (Retry-After honoured, capped); 401/403/404 and
+   other rejections are not, and leave a message for the operator.
+2. A reply that is invalid, a refusal, empty, or cut off unusably earns ONE re-ask at
+   temperature 0 with shortened history, the validation errors and the failed output.
+3. Still nothing usable: fail closed with `needs_review`. The learner sees the raw text as
+   markdown when there is some, else a calm apology (`fallback_apology`) and can go on.
+Every provider call leaves an AttemptRecord for the audit log.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
+import random
+import re
 import time
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field, replace
 
-from tutor.contract import ParsedReply, parse
-from tutor.llm.base import Completion, CompletionRequest, Provider
+from tutor.contract import ParsedReply, TutorResponse, parse
+from tutor.llm.base import ChatMessage, Completion, CompletionRequest, Provider
+from tutor.llm.budget import BudgetCheck, check_budget, estimate_text_tokens, estimate_tokens
 from tutor.llm.config import LLMSettings
+from tutor.llm.errors import LLMError, ProviderFailure, RateLimited
+
+__all__ = [
+    "AttemptRecord",
+    "PolicyResult",
+    "apology_response",
+    "backoff_delay",
+    "build_reask",
+    "check_budget",
+    "looks_like_refusal",
+    "run_turn",
+]
+
+log = logging.getLogger("tutor.llm")
+
+APOLOGY_TEXT = (
+    "Sorry, I couldn't put together a proper reply just now. Your message is saved: you can "
+    "send it again, say it another way, or carry on with the lesson."
+)
+BUDGET_TEXT = (
+    "This conversation has reached its length limit, so I can't continue it here. Your "
+    "progress is saved: please start a new conversation to carry on."
+)
+MAX_REASK_ERRORS = 8
+
+# Refusal prose opens with an apology or a "can't"; judged only on replies that failed to parse.
+_REFUSAL = re.compile(
+    r"^\W*(?:i'?m sorry|i am sorry|sorry|i apologi[sz]e|unfortunately)?[,.!]?\s*(?:but\s+)?"
+    r"(?:i\s+(?:can(?:no|')t|cannot|won'?t|will not|am (?:not able|unable)|'m (?:not able|unable))"
+    r"|as an ai)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
 class AttemptRecord:
-    attempt: int
+    attempt: int  # 1-based count of provider calls in this turn
     provider: str
     model: str
     strategy: str
     latency_ms: float
     tokens_in: int = 0
     tokens_out: int = 0
-    outcome: str = "invalid"
+    outcome: str = "invalid"  # valid | repaired | invalid | error (no completion) | skipped (budget)
     flags: list[str] = field(default_factory=list)
     error_class: str | None = None
+    kind: str = "first"  # first | retry (same request after a transport fault) | reask
+    temperature: float | None = None
+    finish_reason: str | None = None
+    http_status: int | None = None
+    strict_json: bool | None = None  # the raw text was one JSON object as sent (seed 001)
+    error: str | None = None  # short, for the audit log; never the learner's text
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
 
 
 @dataclass
@@ -31,6 +89,206 @@ class PolicyResult:
     flags: list[str]
     completion: Completion | None
     operator_message: str | None = None
+    tokens_used: int = 0  # add to the conversation's running total (budgets)
+    cost: float | None = None  # at the configured prices; None when none are set
+
+
+def backoff_delay(settings: LLMSettings, retry_index: int, error: LLMError, rng=random.random) -> float:
+    """Seconds before retry number `retry_index` (0-based): Retry-After, else doubling + jitter."""
+    if isinstance(error, RateLimited) and error.retry_after is not None:
+        return min(error.retry_after, settings.retry_max_delay_s)
+    delay = min(settings.retry_max_delay_s, settings.retry_base_delay_s * (2**retry_index))
+    return delay * (0.5 + rng() / 2)
+
+
+def looks_like_refusal(text: str) -> bool:
+    return bool(_REFUSAL.match(text.strip()[:200]))
+
+
+def apology_response(text: str = APOLOGY_TEXT, suggestion: str | None = None) -> TutorResponse:
+    next_step: dict = {"prompt": "What would you like to do next?", "can_skip": True}
+    if suggestion:
+        next_step["suggestions"] = [suggestion]
+    return TutorResponse.model_validate(
+        {
+            "content": {"text_blocks": [{"type": "paragraph", "content": text}], "next_step": next_step},
+            "meta": {"response_type": "error", "emotion": "supportive"},
+        }
+    )
+
+
+@dataclass
+class _Try:
+    """What one policy attempt (with its transport retries) produced."""
+
+    completion: Completion | None = None
+    parsed: ParsedReply | None = None
+    error: LLMError | None = None
+    problem: str | None = None  # why the reply is unusable: refusal | empty | invalid | truncated
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None and self.parsed is not None
+
+    @property
+    def showable(self) -> bool:
+        """Has text worth showing as markdown (not empty, not a refusal)."""
+        return self.problem in ("invalid", "truncated") and bool(self.completion and self.completion.text.strip())
+
+
+def build_reask(request: CompletionRequest, failed: _Try | Completion, settings: LLMSettings,
+                errors: list[str] | None = None) -> CompletionRequest:
+    """Attempt 2: temperature 0, system + last exchange, and a note on what went wrong."""
+    if isinstance(failed, Completion):
+        failed = _classify(failed)
+    errors = list(errors if errors is not None else _errors_of(failed))
+    raw = failed.completion.text if failed.completion else ""
+    quoted = raw[: settings.reask_output_chars]
+    cut = " (cut short here)" if len(raw) > len(quoted) else ""
+    lines = ["Your previous reply could not be shown to the learner. Problems:"]
+    lines += [f"- {e[:200]}" for e in errors[:MAX_REASK_ERRORS]]
+    if quoted.strip():
+        lines += ["", f"Your previous reply{cut}:", "<<<", quoted, ">>>"]
+    lines += [
+        "",
+        "Answer the learner's last message again. Reply with exactly ONE JSON object that follows "
+        "the response format in the system message: no text before or after it, no code fences.",
+    ]
+    messages = shorten_history(request.messages) + [ChatMessage("user", "\n".join(lines))]
+    return replace(request, messages=messages, temperature=0.0)
+
+
+def shorten_history(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """System messages, then the last user turn with the exchange before it (if any)."""
+    system = [m for m in messages if m.role == "system"]
+    rest = [m for m in messages if m.role != "system"]
+    last_user = max((i for i, m in enumerate(rest) if m.role == "user"), default=None)
+    if last_user is None:
+        return system
+    start = last_user
+    if last_user >= 2 and rest[last_user - 1].role == "assistant" and rest[last_user - 2].role == "user":
+        start = last_user - 2
+    return system + rest[start : last_user + 1]
+
+
+def _errors_of(t: _Try) -> list[str]:
+    if t.problem == "refusal":
+        return ["the reply was a refusal, not the JSON object the learner needs"]
+    if t.problem == "empty":
+        return ["the reply was empty"]
+    errors = list(t.parsed.errors) if t.parsed else []
+    if t.completion and t.completion.finish_reason == "length":
+        errors.insert(0, "the reply was cut off at the length limit: write a shorter reply "
+                         "(fewer, shorter text blocks; a form only if needed)")
+    return errors or ["the reply is not one JSON object matching the response format"]
+
+
+def _classify(completion: Completion) -> _Try:
+    text = completion.text
+    parsed = parse(text, finish_reason=completion.finish_reason)
+    if completion.refusal or completion.finish_reason in ("refusal", "content_filter"):
+        return _Try(completion, parsed, problem="refusal")
+    if not text.strip():
+        return _Try(completion, parsed, problem="empty")
+    if parsed.outcome in ("valid", "repaired") and parsed.response is not None:
+        return _Try(completion, parsed)
+    if looks_like_refusal(text):
+        return _Try(completion, parsed, problem="refusal")
+    return _Try(completion, parsed, problem="truncated" if completion.finish_reason == "length" else "invalid")
+
+
+def _strict_json(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+class _Turn:
+    def __init__(self, provider: Provider, settings: LLMSettings, sleep: Callable[[float], Awaitable]):
+        self.provider = provider
+        self.settings = settings
+        self.sleep = sleep
+        self.records: list[AttemptRecord] = []
+        self.tokens_used = 0
+
+    def _record(self, request: CompletionRequest, kind: str, latency_ms: float, **kw) -> AttemptRecord:
+        record = AttemptRecord(
+            attempt=len(self.records) + 1,
+            provider=self.provider.name,
+            model=self.provider.model,
+            strategy=request.strategy,
+            latency_ms=round(latency_ms, 1),
+            kind=kind,
+            temperature=request.temperature,
+            **kw,
+        )
+        self.records.append(record)
+        return record
+
+    def skip(self, request: CompletionRequest, check: BudgetCheck, kind: str) -> None:
+        self._record(request, kind, 0.0, outcome="skipped", flags=[check.flag or "budget"],
+                     error_class="BudgetExceeded", error=check.message)
+
+    async def attempt(self, request: CompletionRequest, kind: str) -> _Try:
+        for retry in range(self.settings.max_retries + 1):
+            started = time.perf_counter()
+            try:
+                completion = await self.provider.complete(request)
+            except LLMError as exc:
+                error = exc
+            except Exception as exc:  # a provider bug must not reach the learner
+                log.exception("provider %s raised", self.provider.name)
+                error = ProviderFailure(f"{type(exc).__name__}: {exc}",
+                                        operator_hint=f"The {self.provider.name} provider failed: {exc!r}")
+            else:
+                return self._finish(request, kind if retry == 0 else "retry", started, completion)
+            self._record(request, kind if retry == 0 else "retry", (time.perf_counter() - started) * 1000,
+                         outcome="error", error_class=type(error).__name__, http_status=error.status,
+                         error=error.message[:300])
+            if not error.retryable or retry == self.settings.max_retries:
+                return _Try(error=error)
+            await self.sleep(backoff_delay(self.settings, retry, error))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _finish(self, request: CompletionRequest, kind: str, started: float, completion: Completion) -> _Try:
+        latency = (time.perf_counter() - started) * 1000
+        result = _classify(completion)
+        tokens_in, tokens_out, flags = completion.tokens_in, completion.tokens_out, []
+        if not tokens_in and not tokens_out:  # local servers may not report usage
+            tokens_in, tokens_out = estimate_tokens(request.messages), estimate_text_tokens(completion.text)
+            flags.append("tokens_estimated")
+        self.tokens_used += tokens_in + tokens_out
+        parsed = result.parsed
+        flags += [f for f in (parsed.flags if parsed else []) if f not in flags]
+        if completion.finish_reason == "length" and "truncated" not in flags:
+            flags.append("truncated")
+        if result.problem == "refusal" and "refusal" not in flags:
+            flags.append("refusal")
+        problem_class = {"refusal": "Refusal", "empty": "EmptyReply", "invalid": "InvalidReply",
+                         "truncated": "TruncatedReply"}
+        self._record(
+            request, kind, latency,
+            model=completion.model or self.provider.model,
+            tokens_in=tokens_in, tokens_out=tokens_out,
+            outcome="invalid" if result.problem else parsed.outcome,
+            flags=flags, error_class=problem_class.get(result.problem or ""),
+            finish_reason=completion.finish_reason, strict_json=_strict_json(completion.text),
+        )
+        return result
+
+    def result(self, parsed: ParsedReply, completion: Completion | None, operator_message: str | None = None):
+        cost = self.settings.cost(sum(r.tokens_in for r in self.records), sum(r.tokens_out for r in self.records))
+        if operator_message:
+            log.warning("%s", operator_message)
+        return PolicyResult(parsed, self.records, list(parsed.flags), completion, operator_message,
+                            self.tokens_used, cost)
+
+
+def _with_flags(parsed: ParsedReply, *extra: str) -> ParsedReply:
+    flags = list(parsed.flags)
+    flags += [f for f in extra if f and f not in flags]
+    return replace(parsed, flags=flags)
 
 
 async def run_turn(
@@ -39,19 +297,57 @@ async def run_turn(
     settings: LLMSettings,
     *,
     fallback_suggestion: str | None = None,
+    conversation_tokens_used: int = 0,
+    sleep: Callable[[float], Awaitable] = asyncio.sleep,
 ) -> PolicyResult:
-    started = time.perf_counter()
-    completion = await provider.complete(request)
-    parsed = parse(completion.text, finish_reason=completion.finish_reason)
-    record = AttemptRecord(
-        attempt=1,
-        provider=provider.name,
-        model=completion.model or provider.model,
-        strategy=request.strategy,
-        latency_ms=(time.perf_counter() - started) * 1000,
-        tokens_in=completion.tokens_in,
-        tokens_out=completion.tokens_out,
-        outcome=parsed.outcome,
-        flags=list(parsed.flags),
-    )
-    return PolicyResult(parsed, [record], list(parsed.flags), completion)
+    """One tutor turn's model work. Never raises for model or transport trouble."""
+    turn = _Turn(provider, settings, sleep)
+    check = check_budget(request, settings, conversation_tokens_used=conversation_tokens_used)
+    if not check.ok:
+        turn.skip(check.request, check, "first")
+        apology = ParsedReply("invalid", apology_response(BUDGET_TEXT), [], [check.message or ""], "")
+        return turn.result(_with_flags(apology, check.flag, "needs_review", "fallback_apology"), None, check.message)
+    extra = ["history_trimmed"] if check.trimmed else []
+
+    first = await turn.attempt(check.request, "first")
+    if first.usable:
+        return turn.result(_with_flags(first.parsed, *extra), first.completion)
+    if first.error is not None:
+        hint = first.error.operator_message
+        if first.error.retryable:
+            hint += f" (gave up after {settings.max_retries + 1} tries)"
+        return turn.result(_fallback([first], fallback_suggestion, *extra, "transport_error"), None, hint)
+
+    tries = [first]
+    operator_message = None
+    reask = build_reask(check.request, first, settings)
+    used = conversation_tokens_used + turn.tokens_used
+    check2 = check_budget(reask, settings, conversation_tokens_used=used)
+    if check2.ok:
+        second = await turn.attempt(check2.request, "reask")
+        if second.usable:
+            return turn.result(_with_flags(second.parsed, *extra, "reasked"), second.completion)
+        tries.insert(0, second)
+        extra.append("reasked")
+        if second.error is not None:
+            operator_message = second.error.operator_message
+    else:  # no room for a re-ask: fail closed with what attempt 1 gave
+        turn.skip(check2.request, check2, "reask")
+        operator_message = check2.message
+        extra.append(check2.flag or "budget")
+    completion = next((t.completion for t in tries if t.completion is not None), None)
+    return turn.result(_fallback(tries, fallback_suggestion, *extra), completion, operator_message)
+
+
+def _fallback(tries: list[_Try], suggestion: str | None, *extra: str) -> ParsedReply:
+    """Fail closed: raw text as markdown when there is some worth showing, else an apology."""
+    for t in tries:  # newest first
+        if t.showable and t.parsed is not None:
+            flags = ["truncated"] if t.completion and t.completion.finish_reason == "length" else []
+            return _with_flags(t.parsed, *flags, *extra, "needs_review")
+    raw = next((t.completion.text for t in tries if t.completion and t.completion.text.strip()), "")
+    reasons = [p for t in tries if (p := t.problem or (t.error and "transport_error"))]
+    errors = [f"no usable reply: {', '.join(dict.fromkeys(reasons)) or 'transport error'}"]
+    flags = ["refusal"] if "refusal" in reasons else []
+    apology = ParsedReply("invalid", apology_response(APOLOGY_TEXT, suggestion), [], errors, raw)
+    return _with_flags(apology, *flags, *extra, "needs_review", "fallback_apology")

@@ -1,0 +1,182 @@
+"""Loopback HTTP servers that speak the OpenAI and Anthropic wire formats.
+
+A real socket on 127.0.0.1, a real HTTP exchange: our client and transport run exactly as
+in production. Each server answers from a queue of scripted responses (then from an
+optional `default` function), and records every request it received so tests can check
+what we sent: bodies, headers, temperatures, re-ask text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+
+
+@dataclass
+class Scripted:
+    """One scripted answer. Exactly one of `body` / `sse_chunks` is used (or `drop`)."""
+
+    status: int = 200
+    body: Any = None  # JSON-able data, or bytes/str sent verbatim
+    headers: dict[str, str] = field(default_factory=dict)
+    sse_chunks: list[str] | None = None  # raw event-stream text pieces, written in order
+    delay_s: float = 0.0  # sleep before answering (timeouts)
+    chunk_delay_s: float = 0.0  # sleep between stream chunks
+    stall_after: int | None = None  # stop sending after this many chunks and hang for delay_s
+    drop: bool = False  # close the connection without any answer
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def json(self) -> dict[str, Any]:
+        assert isinstance(self.body, dict), self.body
+        return self.body
+
+
+class FakeLLMServer:
+    """`FakeLLMServer("openai")`; `.base_url` is what TUTOR_LLM_BASE_URL would be."""
+
+    def __init__(self, kind: str):
+        if kind not in PATHS:
+            raise ValueError(kind)
+        self.kind = kind
+        self.path = PATHS[kind]
+        self.requests: list[RecordedRequest] = []
+        self.default: Callable[[RecordedRequest], Scripted] | None = None
+        self._queue: deque[Scripted] = deque()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True  # a handler sleeping past a client timeout must not block exit
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        root = f"http://127.0.0.1:{self.port}"
+        return f"{root}/v1" if self.kind == "openai" else root
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def script(self, *responses: Scripted) -> FakeLLMServer:
+        with self._lock:
+            self._queue.extend(responses)
+        return self
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+        self.default = None
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def _next(self, request: RecordedRequest) -> Scripted:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                return self._queue.popleft()
+        if self.default is not None:
+            return self.default(request)
+        return Scripted(500, {"error": {"message": "fake server: no scripted response left", "type": "server_error"}})
+
+
+def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # one request per connection; the body ends at close
+
+        def log_message(self, *args) -> None:  # keep test output quiet
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            request = RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            if self.path != server.path:
+                with server._lock:
+                    server.requests.append(request)
+                self._send_json(404, {"error": {"message": f"Not found: {self.path}", "type": "not_found"}}, {})
+                return
+            scripted = server._next(request)
+            try:
+                self._answer(scripted)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test); nothing to do
+
+        def _answer(self, s: Scripted) -> None:
+            if s.delay_s and s.stall_after is None:
+                time.sleep(s.delay_s)
+            if s.drop:
+                self.close_connection = True
+                self.connection.close()
+                return
+            if s.sse_chunks is not None:
+                self.send_response(s.status)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                for k, v in s.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                for i, chunk in enumerate(s.sse_chunks):
+                    if s.stall_after is not None and i == s.stall_after:
+                        time.sleep(s.delay_s)
+                        return
+                    self.wfile.write(chunk.encode("utf-8"))
+                    self.wfile.flush()
+                    if s.chunk_delay_s:
+                        time.sleep(s.chunk_delay_s)
+                return
+            self._send_json(s.status, s.body, s.headers)
+
+        def _send_json(self, status: int, body: Any, headers: dict[str, str]) -> None:
+            if isinstance(body, bytes):
+                data = body
+            elif isinstance(body, str):
+                data = body.encode("utf-8")
+            else:
+                data = json.dumps(body).encode("utf-8")
+            self.send_response(status)
+            if "content-type" not in {k.lower() for k in headers}:
+                self.send_header("content-type", "application/json")
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

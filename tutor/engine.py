@@ -1,0 +1,506 @@
+"""One turn, end to end: store the learner's words, ask the tutor, keep what came back.
+
+The order matters: the learner message is committed before any model call, so no fault
+downstream can lose it; progress is the server's, computed from evidence, never taken on
+the model's word alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from tutor import progress as progress_mod
+from tutor import prompts
+from tutor.contract import Form, ParsedReply, TutorResponse
+from tutor.forms import FormInputError, summarize_answers, validate_answers
+from tutor.llm.base import ChatMessage, CompletionRequest, LearnerInput, Provider, TurnContext
+from tutor.llm.config import LLMSettings
+from tutor.llm.policy import PolicyResult, run_turn
+from tutor.modules import Library, Module
+from tutor.progress import ProgressState
+from tutor.settings import MAX_MESSAGE_CHARS
+from tutor.store import AuditEvent, Conversation, Learner, Message, ProgressRecord, Store, utcnow
+from tutor.views import ConversationSummary, ConversationView, MessageView, ProgressView, TurnResult
+
+log = logging.getLogger(__name__)
+
+
+class InputError(ValueError):
+    """Learner input refused before anything was stored; `message` is for the learner."""
+
+    def __init__(self, message: str, field_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field_id = field_id
+
+
+@dataclass(frozen=True)
+class PendingTurn:
+    """A learner message that is stored and waits for the tutor's reply."""
+
+    conversation_id: int
+    learner: MessageView
+    learner_input: LearnerInput
+    prompt_text: str  # what the model reads as the learner's turn
+
+
+class Engine:
+    def __init__(
+        self, store: Store, provider: Provider, library: Library, settings: LLMSettings
+    ) -> None:
+        self.store = store
+        self.provider = provider
+        self.library = library
+        self.settings = settings
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    # ----------------------------------------------------------------- conversations
+
+    async def open(self, learner_key: str, module_id: str, *, new: bool = False) -> ConversationView:
+        """Resume the learner's active conversation in a module, or start one (new=True:
+        start over — the old conversation is archived and the module's progress reset)."""
+        module = self.library.get(module_id)  # raises ModuleNotServable with the check message
+        conversation_id, created = await asyncio.to_thread(
+            self._find_or_create, learner_key, module.id, new
+        )
+        if created:
+            await self._respond(conversation_id, module, None, "", frozenset())
+        return await asyncio.to_thread(self._view, conversation_id)
+
+    def conversations(self, learner_key: str) -> list[ConversationSummary]:
+        with self.store.session() as s:
+            learner = s.exec(select(Learner).where(Learner.key == learner_key)).first()
+            if learner is None:
+                return []
+            rows = s.exec(
+                select(Conversation)
+                .where(Conversation.learner_id == learner.id)
+                .order_by(col(Conversation.updated_at).desc())
+            ).all()
+            out = []
+            for conv in rows:
+                turns = len(
+                    s.exec(
+                        select(Message.id).where(
+                            Message.conversation_id == conv.id, Message.role == "learner"
+                        )
+                    ).all()
+                )
+                out.append(
+                    ConversationSummary(
+                        conv.id or 0, conv.module_id, conv.status, turns,
+                        conv.updated_at.isoformat(timespec="seconds") + "Z",
+                    )
+                )
+            return out
+
+    def progress_for(self, learner_key: str, module_id: str) -> ProgressView | None:
+        module = self.library.get(module_id)
+        with self.store.session() as s:
+            learner = s.exec(select(Learner).where(Learner.key == learner_key)).first()
+            if learner is None:
+                return None
+            state = _load_progress(s, learner.id or 0, module.id)
+        return _progress_view(module, state, None)
+
+    def history(self, conversation_id: int) -> list[MessageView]:
+        with self.store.session() as s:
+            rows = s.exec(
+                select(Message).where(Message.conversation_id == conversation_id).order_by("seq")
+            ).all()
+            return [MessageView.from_row(r) for r in rows]
+
+    def conversation(self, conversation_id: int) -> ConversationView:
+        return self._view(conversation_id)
+
+    # ------------------------------------------------------------------------- turns
+
+    async def send(self, conversation_id: int, learner_input: LearnerInput) -> TurnResult:
+        pending = await self.accept(conversation_id, learner_input)
+        return await self.respond(pending)
+
+    async def accept(self, conversation_id: int, learner_input: LearnerInput) -> PendingTurn:
+        """Check the learner's input and store it. Refused input raises InputError and
+        stores nothing."""
+        return await asyncio.to_thread(self._accept, conversation_id, learner_input)
+
+    async def respond(self, pending: PendingTurn) -> TurnResult:
+        conv = await asyncio.to_thread(self._conversation, pending.conversation_id)
+        module = self.library.get(conv.module_id)
+        detected = progress_mod.detect_text(module, _evidence_text(pending.learner_input))
+        if pending.learner_input.is_form:
+            detected |= progress_mod.detect_form(
+                module, pending.learner_input.form_id or "", pending.learner_input.answers or {}
+            )
+        return await self._respond(
+            pending.conversation_id, module, pending, pending.prompt_text, frozenset(detected)
+        )
+
+    # -------------------------------------------------------------------- internals
+
+    def _accept(self, conversation_id: int, learner_input: LearnerInput) -> PendingTurn:
+        with self.store.session() as s:
+            conv = s.get(Conversation, conversation_id)
+            if conv is None:
+                raise InputError("That conversation does not exist.")
+            last_tutor = s.exec(
+                select(Message)
+                .where(Message.conversation_id == conversation_id, Message.role == "tutor")
+                .order_by(col(Message.seq).desc())
+            ).first()
+            if learner_input.is_form:
+                form_id = learner_input.form_id or ""
+                form = _open_form(last_tutor, form_id)
+                if form is None:
+                    raise InputError(f"The form {form_id!r} is not open in this conversation.")
+                try:
+                    answers = validate_answers(form, learner_input.answers or {})
+                except FormInputError as exc:
+                    raise InputError(exc.message, exc.field_id) from None
+                text = summarize_answers(form, answers)
+                clean = LearnerInput(form_id=form_id, answers=answers)
+                prompt_text = f"{text}\n\n(form {form_id} answers: {json.dumps(answers)})"
+            else:
+                text = (learner_input.text or "").strip()
+                if not text:
+                    raise InputError("Type a message first.")
+                if len(text) > MAX_MESSAGE_CHARS:
+                    raise InputError(
+                        f"That message is {len(text)} characters long; the limit is "
+                        f"{MAX_MESSAGE_CHARS}. Please shorten it or split it in two."
+                    )
+                answers, form_id = None, None
+                clean = LearnerInput(text=text)
+                prompt_text = text
+            if last_tutor is not None:
+                _close_forms(last_tutor, submitted=form_id, answers=answers)
+                s.add(last_tutor)
+            row = Message(
+                conversation_id=conversation_id,
+                seq=_next_seq(s, conversation_id),
+                role="learner",
+                text=text,
+                form_id=form_id,
+                answers_json=json.dumps(answers, ensure_ascii=False) if answers else None,
+            )
+            s.add(row)
+            conv.updated_at = utcnow()
+            s.add(conv)
+            s.commit()
+            s.refresh(row)
+            return PendingTurn(conversation_id, MessageView.from_row(row), clean, prompt_text)
+
+    async def _respond(
+        self,
+        conversation_id: int,
+        module: Module,
+        pending: PendingTurn | None,
+        prompt_text: str,
+        detected: frozenset[str],
+    ) -> TurnResult:
+        lock = self._locks.setdefault(conversation_id, asyncio.Lock())
+        async with lock:  # one reply at a time per conversation, in order
+            conv, before, history, turn_index = await asyncio.to_thread(
+                self._turn_inputs, conversation_id, module, pending
+            )
+            interim = progress_mod.reconcile(module, before, detected, []).state
+            messages = prompts.build_messages(
+                module, interim, history, prompt_text if pending else None
+            )
+            context = TurnContext(
+                module=module,
+                progress=interim,
+                detected=detected,
+                learner=pending.learner_input if pending else None,
+                turn_index=turn_index,
+            )
+            request = CompletionRequest(
+                messages=messages,
+                temperature=self.settings.temperature,
+                max_tokens=self.settings.max_tokens,
+                strategy=self.settings.strategy,  # type: ignore[arg-type]
+                context=context,
+            )
+            result = await self._call_policy(request, module, interim)
+            claimed = _claimed_topics(result.parsed)
+            update = progress_mod.reconcile(module, before, detected, claimed)
+            if update.ignored_claims:
+                log.info("ignored non-canonical topic claims: %s", update.ignored_claims)
+            shown = _with_server_meta(result.parsed.response, module, update)
+            reply = await asyncio.to_thread(
+                self._store_reply, conv, module, result, shown, update.state
+            )
+        return TurnResult(
+            learner=pending.learner if pending else None,
+            reply=reply,
+            progress=_progress_view(module, update.state, update.milestone),
+            attempts=list(result.attempts),
+            operator_message=result.operator_message,
+        )
+
+    async def _call_policy(
+        self, request: CompletionRequest, module: Module, state: ProgressState
+    ) -> PolicyResult:
+        nxt = _next_topic(module, state)
+        suggestion = f"Tell me about {nxt.title}" if nxt is not None else None
+        try:
+            return await run_turn(
+                self.provider, request, self.settings, fallback_suggestion=suggestion
+            )
+        except Exception as exc:  # the learner must never be stuck on our bug
+            log.exception("turn policy failed")
+            apology = TutorResponse.model_validate(
+                {
+                    "content": {
+                        "text_blocks": [
+                            {
+                                "type": "paragraph",
+                                "content": "Sorry — something went wrong on my side while "
+                                "preparing that answer. Your message is saved; you can "
+                                "send it again or carry on.",
+                            }
+                        ],
+                        "next_step": {"suggestions": [suggestion] if suggestion else []},
+                    },
+                    "meta": {"response_type": "error", "emotion": "supportive"},
+                }
+            )
+            flags = ["engine_error", "needs_review"]
+            parsed = ParsedReply("repaired", apology, flags, [type(exc).__name__], "")
+            return PolicyResult(parsed, [], flags, None)
+
+    def _find_or_create(self, learner_key: str, module_id: str, new: bool) -> tuple[int, bool]:
+        with self.store.session() as s:
+            learner = s.exec(select(Learner).where(Learner.key == learner_key)).first()
+            if learner is None:
+                learner = Learner(key=learner_key)
+                s.add(learner)
+                s.commit()
+                s.refresh(learner)
+            active = s.exec(
+                select(Conversation)
+                .where(
+                    Conversation.learner_id == learner.id,
+                    Conversation.module_id == module_id,
+                    Conversation.status == "active",
+                )
+                .order_by(col(Conversation.updated_at).desc())
+            ).all()
+            if active and not new:
+                return active[0].id or 0, False
+            for conv in active:
+                conv.status = "archived"
+                s.add(conv)
+            if new:
+                record = _progress_row(s, learner.id or 0, module_id)
+                record.covered_json, record.milestones_json = "[]", "[]"
+                record.updated_at = utcnow()
+                s.add(record)
+            conv = Conversation(learner_id=learner.id or 0, module_id=module_id)
+            s.add(conv)
+            s.commit()
+            s.refresh(conv)
+            return conv.id or 0, True
+
+    def _conversation(self, conversation_id: int) -> Conversation:
+        with self.store.session() as s:
+            conv = s.get(Conversation, conversation_id)
+            if conv is None:
+                raise InputError("That conversation does not exist.")
+            return conv
+
+    def _turn_inputs(
+        self, conversation_id: int, module: Module, pending: PendingTurn | None
+    ) -> tuple[Conversation, ProgressState, list[ChatMessage], int]:
+        with self.store.session() as s:
+            conv = s.get(Conversation, conversation_id)
+            assert conv is not None
+            before = _load_progress(s, conv.learner_id, module.id)
+            rows = s.exec(
+                select(Message).where(Message.conversation_id == conversation_id).order_by("seq")
+            ).all()
+        upto = pending.learner.seq if pending else None
+        history: list[ChatMessage] = []
+        turns = 0
+        for row in rows:
+            if upto is not None and row.seq >= upto:
+                break
+            if row.role == "learner":
+                turns += 1
+                history.append(ChatMessage("user", row.text))
+            elif row.raw:
+                history.append(ChatMessage("assistant", row.raw))
+        return conv, before, history, turns + (1 if pending else 0)
+
+    def _store_reply(
+        self,
+        conv: Conversation,
+        module: Module,
+        result: PolicyResult,
+        shown: TutorResponse | None,
+        state: ProgressState,
+    ) -> MessageView:
+        parsed = result.parsed
+        flags = list(dict.fromkeys([*parsed.flags, *result.flags]))
+        forms = (shown.content.forms or []) if shown else []
+        with self.store.session() as s:
+            row = Message(
+                conversation_id=conv.id or 0,
+                seq=_next_seq(s, conv.id or 0),
+                role="tutor",
+                raw=parsed.raw,
+                parsed_json=json.dumps(shown.to_json_dict(), ensure_ascii=False) if shown else None,
+                outcome=parsed.outcome,
+                flags_json=json.dumps(flags),
+                form_states_json=json.dumps({f.id: {"status": "open"} for f in forms}),
+            )
+            s.add(row)
+            s.flush()
+            for attempt in result.attempts:
+                s.add(
+                    AuditEvent(
+                        conversation_id=conv.id or 0,
+                        message_id=row.id,
+                        attempt=attempt.attempt,
+                        provider=attempt.provider,
+                        model=attempt.model,
+                        strategy=attempt.strategy,
+                        latency_ms=attempt.latency_ms,
+                        tokens_in=attempt.tokens_in,
+                        tokens_out=attempt.tokens_out,
+                        outcome=attempt.outcome,
+                        flags_json=json.dumps(list(attempt.flags)),
+                        error_class=attempt.error_class,
+                    )
+                )
+            record = _progress_row(s, conv.learner_id, module.id)
+            payload = state.to_dict()
+            record.covered_json = json.dumps(list(payload["covered"]))
+            record.milestones_json = json.dumps(list(payload["milestones"]))
+            record.updated_at = utcnow()
+            s.add(record)
+            db_conv = s.get(Conversation, conv.id)
+            if db_conv is not None:
+                db_conv.updated_at = utcnow()
+                s.add(db_conv)
+            s.commit()
+            s.refresh(row)
+            return MessageView.from_row(row)
+
+    def _view(self, conversation_id: int) -> ConversationView:
+        with self.store.session() as s:
+            conv = s.get(Conversation, conversation_id)
+            if conv is None:
+                raise InputError("That conversation does not exist.")
+            learner = s.get(Learner, conv.learner_id)
+            state = _load_progress(s, conv.learner_id, conv.module_id)
+        module = self.library.get(conv.module_id)
+        return ConversationView(
+            id=conversation_id,
+            module_id=conv.module_id,
+            learner_key=learner.key if learner else "",
+            messages=self.history(conversation_id),
+            progress=_progress_view(module, state, None),
+        )
+
+
+# ------------------------------------------------------------------------ helpers
+
+
+def _next_seq(s: Session, conversation_id: int) -> int:
+    last = s.exec(
+        select(Message.seq)
+        .where(Message.conversation_id == conversation_id)
+        .order_by(col(Message.seq).desc())
+    ).first()
+    return 0 if last is None else last + 1
+
+
+def _progress_row(s: Session, learner_id: int, module_id: str) -> ProgressRecord:
+    row = s.exec(
+        select(ProgressRecord).where(
+            ProgressRecord.learner_id == learner_id, ProgressRecord.module_id == module_id
+        )
+    ).first()
+    return row or ProgressRecord(learner_id=learner_id, module_id=module_id)
+
+
+def _load_progress(s: Session, learner_id: int, module_id: str) -> ProgressState:
+    row = _progress_row(s, learner_id, module_id)
+    return ProgressState.from_dict(
+        {"covered": json.loads(row.covered_json), "milestones": json.loads(row.milestones_json)}
+    )
+
+
+def _open_form(last_tutor: Message | None, form_id: str) -> Form | None:
+    """The form, if the tutor's latest message offered it and it is still open."""
+    if last_tutor is None or not last_tutor.parsed:
+        return None
+    if last_tutor.form_states.get(form_id, {}).get("status") != "open":
+        return None
+    response = TutorResponse.model_validate(last_tutor.parsed)
+    return next((f for f in response.content.forms or [] if f.id == form_id), None)
+
+
+def _close_forms(last_tutor: Message, *, submitted: str | None, answers: Any) -> None:
+    """A learner turn closes the latest message's open forms: the one answered is
+    submitted, the others skipped (typing instead of filling a form is always allowed)."""
+    states = last_tutor.form_states
+    for form_id, state in states.items():
+        if state.get("status") != "open":
+            continue
+        if form_id == submitted:
+            states[form_id] = {"status": "submitted", "answers": answers}
+        else:
+            states[form_id] = {"status": "skipped"}
+    last_tutor.form_states_json = json.dumps(states, ensure_ascii=False)
+
+
+def _evidence_text(learner_input: LearnerInput) -> str:
+    if not learner_input.is_form:
+        return learner_input.text or ""
+    # Free-text answers count as the learner's own words too.
+    return "\n".join(v for v in (learner_input.answers or {}).values() if isinstance(v, str))
+
+
+def _claimed_topics(parsed: ParsedReply) -> list[str]:
+    response = parsed.response
+    if response is None or response.meta.progress is None:
+        return []
+    return list(response.meta.progress.covered_topics or [])
+
+
+def _with_server_meta(
+    response: TutorResponse | None, module: Module, update: progress_mod.ProgressUpdate
+) -> TutorResponse | None:
+    """The learner sees the server's progress; the model's claim stays in the raw text."""
+    if response is None:
+        return None
+    shown = response.model_copy(deep=True)
+    shown.meta.progress = progress_mod.server_progress(module, update)
+    shown.meta.module_state = progress_mod.module_state(module, update.state)
+    return shown
+
+
+def _progress_view(module: Module, state: ProgressState, milestone: str | None) -> ProgressView:
+    total = len(module.topic_ids)
+    covered = list(state.covered)
+    return ProgressView(
+        percentage=round(100 * len(covered) / total, 1) if total else 0.0,
+        covered=covered,
+        total=total,
+        milestone=milestone,
+        milestones=list(state.milestones),
+        module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),
+    )
+
+
+def _next_topic(module: Module, state: ProgressState) -> Any:
+    covered = set(state.covered)
+    return next((t for t in module.topics if t.id not in covered), None)

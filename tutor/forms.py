@@ -1,0 +1,120 @@
+"""Checking a learner's form answers against the form that was offered. One place for it.
+
+The browser checks too (required, min/max, options), but only this check counts: a
+tampered submission (unknown field, value outside the options) is refused here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tutor.contract import Form, FormField
+
+MAX_ANSWER_CHARS = 2000
+
+
+class FormInputError(ValueError):
+    """An answer that cannot be accepted; `field_id` says where (None: the whole form)."""
+
+    def __init__(self, message: str, field_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field_id = field_id
+
+
+def validate_answers(form: Form, values: dict[str, Any]) -> dict[str, Any]:
+    """Return clean answers (str, list[str] or float per field, unanswered fields left out)."""
+    if not isinstance(values, dict):
+        raise FormInputError("Form answers must be an object of field ids to values.")
+    fields = {f.id: f for f in form.fields}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise FormInputError(f"This form has no field named {unknown[0]!r}.", unknown[0])
+    clean: dict[str, Any] = {}
+    for field in form.fields:
+        value = _clean_value(field, values.get(field.id))
+        if value is None:
+            if field.is_required:
+                raise FormInputError(f"“{field.label}” is required.", field.id)
+            continue
+        clean[field.id] = value
+    if not clean:
+        raise FormInputError("Answer at least one question, or just type your reply instead.")
+    return clean
+
+
+def _clean_value(field: FormField, value: Any) -> Any:
+    if value is None or value == "" or value == []:
+        return None
+    if field.type in ("radio", "select"):
+        if not isinstance(value, str):
+            raise FormInputError(f"“{field.label}” takes one choice.", field.id)
+        _check_option(field, value)
+        return value
+    if field.type == "checkbox":
+        choices = [value] if isinstance(value, str) else value
+        if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+            raise FormInputError(f"“{field.label}” takes a list of choices.", field.id)
+        for choice in choices:
+            _check_option(field, choice)
+        ordered = [o.value for o in field.options or [] if o.value in set(choices)]
+        return ordered or None
+    if field.type == "number":
+        return _clean_number(field, value)
+    if not isinstance(value, str):
+        raise FormInputError(f"“{field.label}” takes text.", field.id)
+    text = value.strip()
+    if len(text) > MAX_ANSWER_CHARS:
+        raise FormInputError(
+            f"“{field.label}” is too long ({len(text)} characters; at most {MAX_ANSWER_CHARS}).",
+            field.id,
+        )
+    if field.type == "text" and "\n" in text:
+        text = " ".join(text.split())
+    return text or None
+
+
+def _check_option(field: FormField, value: str) -> None:
+    allowed = {o.value for o in field.options or []}
+    if value not in allowed:
+        raise FormInputError(f"{value!r} is not one of the choices for “{field.label}”.", field.id)
+
+
+def _clean_number(field: FormField, value: Any) -> float | int:
+    if isinstance(value, bool):
+        raise FormInputError(f"“{field.label}” takes a number.", field.id)
+    try:
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise FormInputError(f"“{field.label}” takes a number.", field.id) from None
+    if not math.isfinite(number):
+        raise FormInputError(f"“{field.label}” takes a number.", field.id)
+    if field.min is not None and number < field.min:
+        raise FormInputError(f"“{field.label}” must be at least {_fmt(field.min)}.", field.id)
+    if field.max is not None and number > field.max:
+        raise FormInputError(f"“{field.label}” must be at most {_fmt(field.max)}.", field.id)
+    return int(number) if number.is_integer() else number
+
+
+def summarize_answers(form: Form, answers: dict[str, Any]) -> str:
+    """A readable account of the answers, by label, as the learner's turn text."""
+    lines = [f"My answers to “{form.title or form.id}”:"]
+    for field in form.fields:
+        if field.id not in answers:
+            continue
+        lines.append(f"- {field.label.rstrip(':')}: {display_value(field, answers[field.id])}")
+    return "\n".join(lines)
+
+
+def display_value(field: FormField, value: Any) -> str:
+    labels = {o.value: o.label for o in field.options or []}
+    if isinstance(value, list):
+        return ", ".join(labels.get(v, v) for v in value)
+    if isinstance(value, float | int):
+        return _fmt(value)
+    return labels.get(value, value)
+
+
+def _fmt(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)

@@ -1,0 +1,131 @@
+"""The HTTP half shared by the OpenAI-compatible and Anthropic providers.
+
+Providers map requests and responses; this module owns the client, timeouts, and turning
+every httpx failure or error status into the one exception hierarchy in `errors`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from tutor.llm.config import LLMSettings
+from tutor.llm.errors import (
+    BadResponse,
+    ConnectionFailed,
+    LLMError,
+    RequestTimeout,
+    error_for_status,
+)
+from tutor.llm.sse import SSEEvent, aiter_sse
+
+USER_AGENT = "tutor/0.1 (+httpx)"
+
+# A server that ignores `stream: true` answers with one JSON body; we hand it over as a
+# single synthetic event so providers can read it like a non-streamed reply.
+WHOLE_BODY_EVENT = "tutor.whole_body"
+
+
+class HTTPTransport:
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        headers: dict[str, str],
+        client: httpx.AsyncClient | None = None,
+    ):
+        if not settings.base_url:
+            raise ValueError("HTTP providers need settings.base_url")
+        self.base_url = settings.base_url
+        self.model = settings.model
+        self.timeout_s = settings.timeout_s
+        self._headers = {"user-agent": USER_AGENT, "accept": "application/json", **headers}
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout_s))
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+    async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self._client.post(self._url(path), json=body, headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        if response.status_code >= 400:
+            raise self._status_error(response, response.text)
+        try:
+            data = response.json()
+        except ValueError:
+            raise BadResponse(
+                f"{response.status_code} answer is not JSON: {response.text[:120]!r}",
+                status=response.status_code,
+                operator_hint=f"The model endpoint at {self.base_url} answered with something that is "
+                "not JSON: check TUTOR_LLM_BASE_URL points at the API (often ending in /v1)",
+            ) from None
+        if not isinstance(data, dict):
+            raise BadResponse("answer is JSON but not an object", status=response.status_code)
+        return data
+
+    async def events(self, path: str, body: dict[str, Any]) -> AsyncIterator[SSEEvent]:
+        """Server-sent events of a streamed POST; errors arrive as LLMError subclasses."""
+        headers = {**self._headers, "accept": "text/event-stream"}
+        try:
+            async with self._client.stream("POST", self._url(path), json=body, headers=headers) as response:
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    raise self._status_error(response, text)
+                if "text/event-stream" not in response.headers.get("content-type", "event-stream"):
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    yield SSEEvent(WHOLE_BODY_EVENT, text)
+                    return
+                async for event in aiter_sse(response.aiter_lines()):
+                    yield event
+        except LLMError:
+            raise
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+
+    def _status_error(self, response: httpx.Response, text: str) -> LLMError:
+        return error_for_status(
+            response.status_code, response.headers, text, base_url=self.base_url, model=self.model
+        )
+
+    def _transport_error(self, exc: httpx.HTTPError) -> LLMError:
+        if isinstance(exc, httpx.TimeoutException):
+            return RequestTimeout(
+                f"{type(exc).__name__}: no answer within {self.timeout_s:g}s",
+                operator_hint=(
+                    f"The model endpoint at {self.base_url} did not answer within "
+                    f"TUTOR_LLM_TIMEOUT={self.timeout_s:g}s: raise TUTOR_LLM_TIMEOUT or check the server"
+                ),
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return ConnectionFailed(
+                f"ConnectError: {exc}",
+                operator_hint=(
+                    f"Could not connect to the model endpoint at {self.base_url}: is the server running? "
+                    "check TUTOR_LLM_BASE_URL"
+                ),
+            )
+        return ConnectionFailed(
+            f"{type(exc).__name__}: {exc}",
+            operator_hint=f"The connection to the model endpoint at {self.base_url} broke: {exc}",
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+
+def loads_event(event: SSEEvent) -> dict[str, Any]:
+    """The JSON payload of one event; a garbled chunk is a (retryable) BadResponse."""
+    try:
+        data = json.loads(event.data)
+    except ValueError:
+        raise BadResponse(f"stream chunk is not JSON: {event.data[:120]!r}") from None
+    if not isinstance(data, dict):
+        raise BadResponse(f"stream chunk is not an object: {event.data[:120]!r}")
+    return data

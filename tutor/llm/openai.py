@@ -1,0 +1,165 @@
+"""OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp server, vLLM, ...)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from tutor.llm._http import WHOLE_BODY_EVENT, HTTPTransport, loads_event
+from tutor.llm.base import Completion, CompletionRequest
+from tutor.llm.config import LLMSettings
+from tutor.llm.errors import BadResponse, ConnectionFailed, ServerError, error_detail
+from tutor.llm.schema import SCHEMA_NAME, strict_schema
+from tutor.llm.sse import CompletionStream
+
+PATH = "/chat/completions"
+
+
+def response_format(strategy: str) -> dict[str, Any] | None:
+    """Seed 001's strategies: A prompt only, B json_object, C strict json_schema."""
+    if strategy == "json_object":
+        return {"type": "json_object"}
+    if strategy == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": strict_schema()},
+        }
+    return None
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(self, settings: LLMSettings, *, client: httpx.AsyncClient | None = None):
+        self.settings = settings
+        self.model = settings.model
+        headers = {"authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        self._http = HTTPTransport(settings, headers=headers, client=client)
+        # OpenAI's own API prefers max_completion_tokens (reasoning models refuse max_tokens);
+        # compatible servers only know max_tokens.
+        host = urlsplit(settings.base_url or "").hostname or ""
+        self._max_tokens_key = "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+
+    def build_body(self, request: CompletionRequest, *, stream: bool = False) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": request.temperature,
+            self._max_tokens_key: request.max_tokens,
+        }
+        fmt = response_format(request.strategy)
+        if fmt is not None:
+            body["response_format"] = fmt
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        if self.settings.stream:
+            return await self.stream(request).collect()
+        data = await self._http.post_json(PATH, self.build_body(request))
+        return self._completion_from_body(data)
+
+    def stream(self, request: CompletionRequest) -> CompletionStream:
+        state = _StreamState(model=self.model)
+        return CompletionStream(self._deltas(request, state), state.build)
+
+    async def _deltas(self, request: CompletionRequest, state: _StreamState) -> AsyncIterator[str]:
+        async for event in self._http.events(PATH, self.build_body(request, stream=True)):
+            if event.event == WHOLE_BODY_EVENT:
+                state.whole = self._completion_from_body(loads_event(event))
+                yield state.whole.text
+                return
+            if event.data.strip() == "[DONE]":
+                state.done = True
+                break
+            chunk = loads_event(event)
+            if "error" in chunk:
+                raise ServerError(f"error in stream: {error_detail(event.data)}")
+            yield state.add(chunk)
+        if not state.done and state.finish_reason is None:
+            # A close-delimited stream cut short looks like a normal end to HTTP.
+            raise ConnectionFailed("the stream ended before [DONE] or a finish_reason")
+
+    def _completion_from_body(self, data: dict[str, Any]) -> Completion:
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise BadResponse(f"answer has no choices: {json.dumps(data)[:160]}")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        usage = data.get("usage") or {}
+        return Completion(
+            text=_content_text(message.get("content")),
+            finish_reason=choice.get("finish_reason"),
+            tokens_in=int(usage.get("prompt_tokens") or 0),
+            tokens_out=int(usage.get("completion_tokens") or 0),
+            model=str(data.get("model") or self.model),
+            refusal=message.get("refusal") or None,
+            extra={"id": data.get("id")} if data.get("id") else {},
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _content_text(content: Any) -> str:
+    """`content` is a string, null (refusals), or (some servers) a list of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+class _StreamState:
+    """Accumulates `delta.content`, `delta.refusal`, the finish reason and the usage chunk."""
+
+    def __init__(self, model: str):
+        self.model = model
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.finish_reason: str | None = None
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.whole: Completion | None = None
+        self.done = False
+
+    def add(self, chunk: dict[str, Any]) -> str:
+        if chunk.get("model"):
+            self.model = str(chunk["model"])
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.tokens_in = int(usage.get("prompt_tokens") or 0)
+            self.tokens_out = int(usage.get("completion_tokens") or 0)
+        delta_text = ""
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            piece = _content_text(delta.get("content"))
+            if piece:
+                self.text.append(piece)
+                delta_text += piece
+            if delta.get("refusal"):
+                self.refusal.append(str(delta["refusal"]))
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return delta_text
+
+    def build(self) -> Completion:
+        if self.whole is not None:
+            return self.whole
+        return Completion(
+            text="".join(self.text),
+            finish_reason=self.finish_reason,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            model=self.model,
+            refusal="".join(self.refusal) or None,
+            extra={"streamed": True},
+        )

@@ -1,0 +1,404 @@
+"""Author modules: the YAML format as pydantic models, loading, and the author-facing check.
+
+A module that fails the check is never served: `load_library()` keeps it out of
+`Library.modules` and `Library.get()` raises `ModuleNotServable` with the same messages
+`tutor modules check` prints (``file:line: message``). The file format is documented in
+README and published as JSON Schema at modules/module.schema.json (`tutor modules schema`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tutor.contract import Form, FormField, Media
+from tutor.contract.models import SNAKE_CASE
+from tutor.progress import words
+from tutor.prompts import unresolved_variables
+
+__all__ = [
+    "CALLOUT_TYPES",
+    "CheckResult",
+    "Library",
+    "Module",
+    "ModuleForm",
+    "ModuleNotServable",
+    "Phase",
+    "Section",
+    "Topic",
+    "Variable",
+    "check_file",
+    "check_text",
+    "load_library",
+    "modules_dir",
+    "schema_json",
+]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The app serves assets/ at the site root, so "/media/<module>/x.svg" must exist here.
+ASSETS_DIR = REPO_ROOT / "assets"
+DEFAULT_MILESTONES = [25, 50, 75, 100]
+# Authored callouts in topic content: a paragraph starting "!!! tip ..." becomes a tip block.
+CALLOUT_TYPES = ("info", "warning", "success", "tip")
+# The built-in tutor's navigation replies ("Continue", "Next: <title>") must never read as
+# evidence for a topic, so these words cannot be a keyword, alias or title on their own.
+NAVIGATION_WORDS = frozenset({"continue", "next"})
+_CALLOUT = re.compile(r"^\s*!!!\s*(\S*)")
+
+Id = Annotated[str, Field(pattern=SNAKE_CASE, description="stable snake_case id")]
+Text = Annotated[str, Field(min_length=1)]
+
+
+class ModuleNotServable(LookupError):
+    """A module id that is unknown or whose file fails the check; str() says why."""
+
+
+class _Strict(BaseModel):
+    # Unknown keys are errors: a misspelt `keyword:` would otherwise silently do nothing.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModuleFormField(FormField):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModuleMedia(Media):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModuleForm(Form):
+    """A RESPONSE_SCHEMA form plus the topics that answering it covers."""
+
+    model_config = ConfigDict(extra="forbid")
+    fields: list[ModuleFormField] = Field(min_length=1)
+    covers: list[Id] | None = Field(
+        default=None, min_length=1, description="topic ids answering covers; default: this topic"
+    )
+
+    @property
+    def form(self) -> Form:
+        """The form as the contract model, ready to send in a reply."""
+        return Form.model_validate(self.model_dump(exclude={"covers"}, exclude_none=True))
+
+
+class Topic(_Strict):
+    id: Id
+    title: Text
+    keywords: list[Text] = Field(default_factory=list, description="words/phrases showing engagement")
+    aliases: list[Text] = Field(default_factory=list, description="other names, any language")
+    content: str | None = Field(default=None, description="authored markdown the built-in tutor teaches")
+    form: ModuleForm | None = None
+    media: list[ModuleMedia] = Field(default_factory=list)
+    suggestions: list[Text] = Field(default_factory=list, description="quick replies")
+
+    @model_validator(mode="after")
+    def _form_covers_this_topic_by_default(self) -> Topic:
+        if self.form is not None and self.form.covers is None:
+            self.form.covers = [self.id]
+        return self
+
+
+class Section(_Strict):
+    id: Id
+    title: Text
+    topics: list[Topic] = Field(default_factory=list)
+
+
+class Phase(_Strict):
+    id: Id
+    title: Text
+    sections: list[Section] = Field(default_factory=list)
+
+
+class Variable(_Strict):
+    default: str | None = Field(default=None, description="value used unless the app passes one")
+    description: str | None = None
+
+
+class Module(_Strict):
+    """One learning module: phases -> sections -> topics, plus how the tutor should teach it."""
+
+    id: Id
+    title: Text
+    description: Text
+    language: str = Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$", description="BCP-47 tag")
+    mode: Literal["threaded", "stateless"] = "threaded"
+    milestones: list[Literal[25, 50, 75, 100]] = Field(default_factory=lambda: list(DEFAULT_MILESTONES))
+    variables: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Variable] = Field(
+        default_factory=dict
+    )
+    instructions: str = Field(default="", description="persona, tone, goals; may use {{variables}}")
+    phases: list[Phase] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _milestones_in_order(self) -> Module:
+        self.milestones = sorted(set(self.milestones))
+        return self
+
+    @cached_property
+    def topics(self) -> list[Topic]:
+        return [t for s in self.sections for t in s.topics]
+
+    @cached_property
+    def topic_ids(self) -> tuple[str, ...]:
+        return tuple(t.id for t in self.topics)
+
+    @cached_property
+    def sections(self) -> list[Section]:
+        return [s for p in self.phases for s in p.sections]
+
+    def topic(self, topic_id: str) -> Topic | None:
+        return next((t for t in self.topics if t.id == topic_id), None)
+
+    def section_of(self, topic_id: str) -> Section | None:
+        return next((s for s in self.sections if any(t.id == topic_id for t in s.topics)), None)
+
+    def phase_of(self, section_id: str) -> Phase | None:
+        return next((p for p in self.phases if any(s.id == section_id for s in p.sections)), None)
+
+    def find_form(self, form_id: str) -> ModuleForm | None:
+        return next((t.form for t in self.topics if t.form and t.form.id == form_id), None)
+
+
+def schema_json() -> str:
+    """The JSON Schema of the module format, as committed at modules/module.schema.json."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **Module.model_json_schema()}
+    schema["title"] = "Tutor module"
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+# --- checking -----------------------------------------------------------------------------
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class _Finding:
+    path: Loc
+    message: str
+    offset: int = 0  # lines below the start of the value (multi-line text)
+
+
+@dataclass
+class CheckResult:
+    module: Module | None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.module is not None and not self.problems
+
+
+def check_text(text: str, source: str, expected_id: str | None = None, assets_dir: Path | None = None) -> CheckResult:
+    """Check one module's YAML text; problems read ``source:line: message``."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        reason = getattr(exc, "problem", None) or str(exc)
+        return CheckResult(None, [f"{source}:{line}: invalid YAML: {reason}"])
+    if not isinstance(data, dict):
+        return CheckResult(None, [f"{source}:1: a module file must be a mapping with id, title, description, language and phases"])
+    lines: dict[Loc, tuple[int, int]] = {}
+    findings = _map_nodes(root, (), lines)
+    try:
+        module = Module.model_validate(data)
+    except ValidationError as exc:
+        findings += [_validation_finding(err) for err in exc.errors()]
+        module = None
+    if module is not None:
+        findings += semantic_findings(module, assets_dir)
+        if expected_id is not None and module.id != expected_id:
+            findings.append(_Finding(("id",), f"module id {module.id!r} must equal the file name {expected_id!r}"))
+    located = sorted(((_line_of(f, lines), f.message) for f in findings), key=lambda lm: lm[0])
+    problems = [f"{source}:{line}: {message}" for line, message in located]
+    return CheckResult(module if not problems else None, problems)
+
+
+def check_file(path: str | Path, source: str | None = None, assets_dir: Path | None = None) -> CheckResult:
+    path = Path(path)
+    source = source or _display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return CheckResult(None, [f"{source}:1: cannot read file: {exc}"])
+    assets = assets_dir if assets_dir is not None else ASSETS_DIR
+    return check_text(text, source, expected_id=path.stem, assets_dir=assets)
+
+
+def semantic_findings(module: Module, assets_dir: Path | None = None) -> list[_Finding]:
+    """Rules pydantic cannot see: uniqueness, references, empty parts, template variables."""
+    out: list[_Finding] = []
+    seen: dict[str, set[str]] = {"phase": set(), "section": set(), "topic": set(), "form": set()}
+
+    def unique(kind: str, value: str, path: Loc) -> None:
+        if value in seen[kind]:
+            out.append(_Finding(path, f"duplicate {kind} id {value!r}"))
+        seen[kind].add(value)
+
+    all_topics = set(module.topic_ids)
+    for p, phase in enumerate(module.phases):
+        unique("phase", phase.id, ("phases", p, "id"))
+        if not phase.sections:
+            out.append(_Finding(("phases", p), f"phase {phase.id!r} has no sections"))
+        for s, section in enumerate(phase.sections):
+            spath: Loc = ("phases", p, "sections", s)
+            unique("section", section.id, (*spath, "id"))
+            if not section.topics:
+                out.append(_Finding(spath, f"section {section.id!r} has no topics"))
+            for t, topic in enumerate(section.topics):
+                out += _topic_findings(topic, (*spath, "topics", t), unique, all_topics, module.id, assets_dir)
+    defaults = {name: var.default for name, var in module.variables.items()}
+    for name, offset in unresolved_variables(module.instructions, defaults):
+        out.append(_Finding(("instructions",), f"unresolved variable '{{{{{name}}}}}' (declare it under variables: with a default)", offset))
+    return out
+
+
+def _topic_findings(topic: Topic, path: Loc, unique: Any, all_topics: set[str], module_id: str, assets_dir: Path | None) -> list[_Finding]:
+    out = []
+    unique("topic", topic.id, (*path, "id"))
+    phrases = [("title", (*path, "title"), topic.title)]
+    phrases += [("keyword", (*path, "keywords", i), v) for i, v in enumerate(topic.keywords)]
+    phrases += [("alias", (*path, "aliases", i), v) for i, v in enumerate(topic.aliases)]
+    for kind, where, value in phrases:
+        if not words(value):
+            out.append(_Finding(where, f"{kind} {value!r} has no letters or digits to match"))
+        elif " ".join(words(value)) in NAVIGATION_WORDS:
+            out.append(_Finding(where, f"{kind} {value!r} is reserved for navigation and cannot mark a topic"))
+    if topic.form is not None:
+        unique("form", topic.form.id, (*path, "form", "id"))
+        for i, covered in enumerate(topic.form.covers or ()):
+            if covered not in all_topics:
+                out.append(_Finding((*path, "form", "covers", i), f"form {topic.form.id!r} covers unknown topic {covered!r}"))
+    for offset, line in enumerate((topic.content or "").splitlines()):
+        match = _CALLOUT.match(line)
+        if match and match.group(1).lower() not in CALLOUT_TYPES:
+            out.append(_Finding((*path, "content"), f"unknown callout {line.strip()!r} (use !!! {', !!! '.join(CALLOUT_TYPES)})", offset))
+    prefix = f"/media/{module_id}/"
+    for i, item in enumerate(topic.media):
+        if assets_dir is not None and item.src.startswith("/media/"):
+            if not item.src.startswith(prefix):
+                out.append(_Finding((*path, "media", i, "src"), f"media {item.src!r} must live under {prefix}"))
+            elif not (assets_dir / item.src.lstrip("/")).is_file():
+                out.append(_Finding((*path, "media", i, "src"), f"media file not found: {item.src!r} (expected in assets{item.src})"))
+    return out
+
+
+def _map_nodes(node: yaml.Node | None, path: Loc, lines: dict[Loc, tuple[int, int]]) -> list[_Finding]:
+    """path -> (line of the value, line where its text starts), 1-based; and duplicate keys,
+    which YAML itself silently resolves to the last one."""
+    if node is None:
+        return []
+    start = node.start_mark.line + 1
+    block = isinstance(node, yaml.ScalarNode) and node.style in ("|", ">")
+    lines[path] = (start, start + 1 if block else start)
+    out = []
+    if isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else str(key.start_mark.line)
+            if name in keys:
+                out.append(_Finding((*path, name), f"duplicate key {name!r} (YAML keeps only the last one)"))
+            keys.add(name)
+            out += _map_nodes(value, (*path, name), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out += _map_nodes(item, (*path, i), lines)
+    return out
+
+
+def _validation_finding(err: dict[str, Any]) -> _Finding:
+    loc: Loc = tuple(err.get("loc", ()))
+    kind, value = err.get("type"), err.get("input")
+    where = _dotted(loc) or "(module)"
+    if kind == "extra_forbidden":
+        return _Finding(loc, f"unknown key {loc[-1]!r} in {_dotted(loc[:-1]) or 'the module'}")
+    if kind == "missing":
+        return _Finding(loc[:-1], f"{_dotted(loc[:-1]) or 'module'}: missing required key {loc[-1]!r}")
+    if kind == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") == SNAKE_CASE:
+        return _Finding(loc, f"{where}: {value!r} is not a snake_case id (a-z, 0-9, _; starting with a letter)")
+    message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) or value is None else ""
+    return _Finding(loc, f"{where}: {message}{shown}")
+
+
+def _dotted(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _line_of(finding: _Finding, lines: dict[Loc, tuple[int, int]]) -> int:
+    path = finding.path
+    while path and path not in lines:  # a missing key: point at its parent
+        path = path[:-1]
+    start, text_start = lines.get(path, (1, 1))
+    return text_start + finding.offset if finding.offset else start
+
+
+# --- the library --------------------------------------------------------------------------
+
+
+@dataclass
+class Library:
+    """Every module file in a directory: the sound ones, and why the others are refused."""
+
+    directory: Path
+    modules: dict[str, Module] = field(default_factory=dict)
+    problems: dict[str, list[str]] = field(default_factory=dict)  # file -> messages
+    files: dict[str, str] = field(default_factory=dict)  # module id (file stem) -> file
+
+    def get(self, module_id: str) -> Module:
+        if module_id in self.modules:
+            return self.modules[module_id]
+        file = self.files.get(module_id)
+        if file in self.problems:
+            raise ModuleNotServable("\n".join(self.problems[file]))
+        known = ", ".join(self.modules) or "none"
+        raise ModuleNotServable(f"unknown module {module_id!r} (available: {known})")
+
+
+def modules_dir() -> Path:
+    """TUTOR_MODULES_DIR, or the repository's modules/ directory."""
+    configured = os.environ.get("TUTOR_MODULES_DIR", "").strip()
+    return Path(configured) if configured else REPO_ROOT / "modules"
+
+
+def module_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+
+
+def load_library(directory: str | Path | None = None, assets_dir: Path | None = None) -> Library:
+    directory = Path(directory) if directory is not None else modules_dir()
+    library = Library(directory)
+    for path in module_files(directory):
+        source = _display(path)
+        if path.stem in library.files:
+            library.problems[source] = [f"{source}:1: module {path.stem!r} is also defined in {library.files[path.stem]}"]
+            continue
+        library.files[path.stem] = source
+        result = check_file(path, source, assets_dir)
+        if result.ok and result.module is not None:
+            library.modules[result.module.id] = result.module
+        else:
+            library.problems[source] = result.problems
+    return library
+
+
+def _display(path: Path) -> str:
+    """A path as authors expect to see it in messages: relative to the working directory."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,21 @@
+"""Where the app keeps its data; read from the environment in one place."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("TUTOR_DATA_DIR", REPO_ROOT / "data"))
+
+# Learner text longer than this is refused with a message (nothing is stored).
+MAX_MESSAGE_CHARS = int(os.environ.get("TUTOR_MAX_MESSAGE_CHARS", "4000"))
+
+
+def database_url() -> str:
+    """TUTOR_DATABASE_URL, or a SQLite file in the data directory."""
+    url = os.environ.get("TUTOR_DATABASE_URL", "").strip()
+    if url:
+        return url
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{DATA_DIR / 'tutor.db'}"

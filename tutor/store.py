@@ -1,0 +1,162 @@
+"""Tables and the few queries the app needs. Schema changes go through alembic migrations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy
+from sqlmodel import Field, Session, SQLModel, create_engine, select
+
+from tutor.settings import REPO_ROOT, database_url
+
+ALEMBIC_INI = REPO_ROOT / "alembic.ini"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Learner(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(index=True, unique=True, max_length=128)  # browser token or CLI name
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Conversation(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    learner_id: int = Field(foreign_key="learner.id", index=True)
+    module_id: str = Field(index=True, max_length=128)
+    status: str = Field(default="active", max_length=16)  # active | archived
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Message(SQLModel, table=True):
+    __table_args__ = (sqlalchemy.UniqueConstraint("conversation_id", "seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(foreign_key="conversation.id", index=True)
+    seq: int  # position in the conversation, from 0
+    role: str = Field(max_length=16)  # learner | tutor
+    # Learner: the text typed, or a readable summary of form answers. Tutor: unused.
+    text: str = ""
+    form_id: str | None = Field(default=None, max_length=128)
+    answers_json: str | None = None
+    # Tutor: the model's raw text exactly as received, what we made of it, and how.
+    raw: str | None = None
+    parsed_json: str | None = None  # the reply as shown, server meta applied; null if invalid
+    outcome: str | None = Field(default=None, max_length=16)  # valid | repaired | invalid
+    flags_json: str = "[]"
+    form_states_json: str = "{}"  # form id -> {"status": open|submitted|skipped, "answers": {...}}
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def flags(self) -> list[str]:
+        return json.loads(self.flags_json or "[]")
+
+    @property
+    def parsed(self) -> dict[str, Any] | None:
+        return json.loads(self.parsed_json) if self.parsed_json else None
+
+    @property
+    def answers(self) -> dict[str, Any] | None:
+        return json.loads(self.answers_json) if self.answers_json else None
+
+    @property
+    def form_states(self) -> dict[str, dict[str, Any]]:
+        return json.loads(self.form_states_json or "{}")
+
+
+class ProgressRecord(SQLModel, table=True):
+    """Server-verified coverage, per learner and module."""
+
+    __table_args__ = (sqlalchemy.UniqueConstraint("learner_id", "module_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    learner_id: int = Field(foreign_key="learner.id", index=True)
+    module_id: str = Field(index=True, max_length=128)
+    covered_json: str = "[]"
+    milestones_json: str = "[]"
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class AuditEvent(SQLModel, table=True):
+    """One row per model attempt (seed 003): what was asked, what came back, how long."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(foreign_key="conversation.id", index=True)
+    message_id: int | None = Field(default=None, foreign_key="message.id", index=True)
+    attempt: int
+    provider: str = Field(max_length=32)
+    model: str = Field(max_length=128)
+    strategy: str = Field(max_length=32)
+    latency_ms: float
+    tokens_in: int = 0
+    tokens_out: int = 0
+    outcome: str = Field(max_length=16)
+    flags_json: str = "[]"
+    error_class: str | None = Field(default=None, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent)
+
+
+class Store:
+    """A database: the engine plus sessions. One per process."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or database_url()
+        connect_args = {"check_same_thread": False} if self.url.startswith("sqlite") else {}
+        self.engine = create_engine(self.url, connect_args=connect_args, pool_pre_ping=True)
+        if self.url.startswith("sqlite"):
+            sqlalchemy.event.listen(self.engine, "connect", _sqlite_pragmas)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest migration (alembic upgrade head)."""
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config(str(ALEMBIC_INI))
+        config.set_main_option("script_location", str(REPO_ROOT / "alembic"))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            config.attributes["configure_logger"] = False  # keep the app's logging as it is
+            command.upgrade(config, "head")
+
+    def create_all(self) -> None:
+        """For throwaway databases only (tests of code that is not about migrations)."""
+        SQLModel.metadata.create_all(self.engine)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+__all__ = [
+    "AuditEvent",
+    "Conversation",
+    "Learner",
+    "Message",
+    "ProgressRecord",
+    "Store",
+    "TABLES",
+    "select",
+    "utcnow",
+]
