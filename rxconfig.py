@@ -17,5 +17,5 @@ config = rx.Config(
     backend_port=PORT,
     show_built_with_reflex=False,
     telemetry_enabled=False,
-    disable_plugins=["reflex.plugins.sitemap.SitemapPlugin"],
+    disable_plugins=[rx.plugins.SitemapPlugin],
 )

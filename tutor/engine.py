@@ -25,7 +25,7 @@ from tutor.llm.policy import PolicyResult, run_turn
 from tutor.modules import Library, Module
 from tutor.progress import ProgressState
 from tutor.settings import MAX_MESSAGE_CHARS
-from tutor.store import AuditEvent, Conversation, Learner, Message, ProgressRecord, Store, utcnow
+from tutor.store import AuditEvent, Conversation, Learner, Message, ProgressRecord, Store, iso_utc, utcnow
 from tutor.views import ConversationSummary, ConversationView, MessageView, ProgressView, TurnResult
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,10 @@ class PendingTurn:
     prompt_text: str  # what the model reads as the learner's turn
 
 
+# Marks a conversation that still waits for the tutor's opening turn.
+_OPENING: Any = object()
+
+
 class Engine:
     def __init__(
         self, store: Store, provider: Provider, library: Library, settings: LLMSettings
@@ -62,15 +66,19 @@ class Engine:
 
     # ----------------------------------------------------------------- conversations
 
-    async def open(self, learner_key: str, module_id: str, *, new: bool = False) -> ConversationView:
+    async def open(
+        self, learner_key: str, module_id: str, *, new: bool = False, defer_opening: bool = False
+    ) -> ConversationView:
         """Resume the learner's active conversation in a module, or start one (new=True:
-        start over — the old conversation is archived and the module's progress reset)."""
+        start over — the old conversation is archived and the module's progress reset).
+        A new conversation begins with the tutor's opening turn; with defer_opening the
+        caller asks for it later with respond_pending (so a page never waits on a model)."""
         module = self.library.get(module_id)  # raises ModuleNotServable with the check message
         conversation_id, created = await asyncio.to_thread(
             self._find_or_create, learner_key, module.id, new
         )
-        if created:
-            await self._respond(conversation_id, module, None, "", frozenset())
+        if created and not defer_opening:
+            await self.respond_pending(conversation_id)
         return await asyncio.to_thread(self._view, conversation_id)
 
     def conversations(self, learner_key: str) -> list[ConversationSummary]:
@@ -95,7 +103,7 @@ class Engine:
                 out.append(
                     ConversationSummary(
                         conv.id or 0, conv.module_id, conv.status, turns,
-                        conv.updated_at.isoformat(timespec="seconds") + "Z",
+                        iso_utc(conv.updated_at),
                     )
                 )
             return out
@@ -131,6 +139,28 @@ class Engine:
         return await asyncio.to_thread(self._accept, conversation_id, learner_input)
 
     async def respond(self, pending: PendingTurn) -> TurnResult:
+        async with self._lock(pending.conversation_id):
+            return await self._respond_to(pending)
+
+    async def respond_pending(self, conversation_id: int) -> TurnResult | None:
+        """Answer the conversation's last learner message if it has no reply yet (also
+        after a restart cut a turn short). None when there is nothing to answer."""
+        async with self._lock(conversation_id):
+            pending = await asyncio.to_thread(self._pending, conversation_id)
+            if pending is None:
+                return None
+            if pending is _OPENING:
+                conv = await asyncio.to_thread(self._conversation, conversation_id)
+                module = self.library.get(conv.module_id)
+                return await self._respond(conversation_id, module, None, "", frozenset())
+            return await self._respond_to(pending)
+
+    def _lock(self, conversation_id: int) -> asyncio.Lock:
+        # One reply at a time per conversation, in order (per process; the database's
+        # unique (conversation, seq) guards against a second process).
+        return self._locks.setdefault(conversation_id, asyncio.Lock())
+
+    async def _respond_to(self, pending: PendingTurn) -> TurnResult:
         conv = await asyncio.to_thread(self._conversation, pending.conversation_id)
         module = self.library.get(conv.module_id)
         detected = progress_mod.detect_text(module, _evidence_text(pending.learner_input))
@@ -142,7 +172,40 @@ class Engine:
             pending.conversation_id, module, pending, pending.prompt_text, frozenset(detected)
         )
 
+    def _pending(self, conversation_id: int) -> PendingTurn | None:
+        with self.store.session() as s:
+            last = s.exec(
+                select(Message)
+                .where(Message.conversation_id == conversation_id)
+                .order_by(col(Message.seq).desc())
+            ).first()
+        if last is None:
+            return _OPENING
+        if last.role != "learner":
+            return None
+        return _pending_from_row(last)
+
+    async def skip_form(self, conversation_id: int, form_id: str) -> bool:
+        """The learner chose not to answer an open form (it stays on the page as skipped)."""
+        return await asyncio.to_thread(self._skip_form, conversation_id, form_id)
+
     # -------------------------------------------------------------------- internals
+
+    def _skip_form(self, conversation_id: int, form_id: str) -> bool:
+        with self.store.session() as s:
+            last_tutor = s.exec(
+                select(Message)
+                .where(Message.conversation_id == conversation_id, Message.role == "tutor")
+                .order_by(col(Message.seq).desc())
+            ).first()
+            if last_tutor is None or _open_form(last_tutor, form_id) is None:
+                return False
+            states = last_tutor.form_states
+            states[form_id] = {"status": "skipped"}
+            last_tutor.form_states_json = json.dumps(states, ensure_ascii=False)
+            s.add(last_tutor)
+            s.commit()
+            return True
 
     def _accept(self, conversation_id: int, learner_input: LearnerInput) -> PendingTurn:
         with self.store.session() as s:
@@ -164,8 +227,6 @@ class Engine:
                 except FormInputError as exc:
                     raise InputError(exc.message, exc.field_id) from None
                 text = summarize_answers(form, answers)
-                clean = LearnerInput(form_id=form_id, answers=answers)
-                prompt_text = f"{text}\n\n(form {form_id} answers: {json.dumps(answers)})"
             else:
                 text = (learner_input.text or "").strip()
                 if not text:
@@ -176,8 +237,6 @@ class Engine:
                         f"{MAX_MESSAGE_CHARS}. Please shorten it or split it in two."
                     )
                 answers, form_id = None, None
-                clean = LearnerInput(text=text)
-                prompt_text = text
             if last_tutor is not None:
                 _close_forms(last_tutor, submitted=form_id, answers=answers)
                 s.add(last_tutor)
@@ -194,7 +253,7 @@ class Engine:
             s.add(conv)
             s.commit()
             s.refresh(row)
-            return PendingTurn(conversation_id, MessageView.from_row(row), clean, prompt_text)
+            return _pending_from_row(row)
 
     async def _respond(
         self,
@@ -204,38 +263,37 @@ class Engine:
         prompt_text: str,
         detected: frozenset[str],
     ) -> TurnResult:
-        lock = self._locks.setdefault(conversation_id, asyncio.Lock())
-        async with lock:  # one reply at a time per conversation, in order
-            conv, before, history, turn_index = await asyncio.to_thread(
-                self._turn_inputs, conversation_id, module, pending
-            )
-            interim = progress_mod.reconcile(module, before, detected, []).state
-            messages = prompts.build_messages(
-                module, interim, history, prompt_text if pending else None
-            )
-            context = TurnContext(
-                module=module,
-                progress=interim,
-                detected=detected,
-                learner=pending.learner_input if pending else None,
-                turn_index=turn_index,
-            )
-            request = CompletionRequest(
-                messages=messages,
-                temperature=self.settings.temperature,
-                max_tokens=self.settings.max_tokens,
-                strategy=self.settings.strategy,  # type: ignore[arg-type]
-                context=context,
-            )
-            result = await self._call_policy(request, module, interim)
-            claimed = _claimed_topics(result.parsed)
-            update = progress_mod.reconcile(module, before, detected, claimed)
-            if update.ignored_claims:
-                log.info("ignored non-canonical topic claims: %s", update.ignored_claims)
-            shown = _with_server_meta(result.parsed.response, module, update)
-            reply = await asyncio.to_thread(
-                self._store_reply, conv, module, result, shown, update.state
-            )
+        # Callers hold self._lock(conversation_id).
+        conv, before, history, turn_index = await asyncio.to_thread(
+            self._turn_inputs, conversation_id, module, pending
+        )
+        interim = progress_mod.reconcile(module, before, detected, []).state
+        messages = prompts.build_messages(
+            module, interim, history, prompt_text if pending else None
+        )
+        context = TurnContext(
+            module=module,
+            progress=interim,
+            detected=detected,
+            learner=pending.learner_input if pending else None,
+            turn_index=turn_index,
+        )
+        request = CompletionRequest(
+            messages=messages,
+            temperature=self.settings.temperature,
+            max_tokens=self.settings.max_tokens,
+            strategy=self.settings.strategy,  # type: ignore[arg-type]
+            context=context,
+        )
+        result = await self._call_policy(request, module, interim)
+        claimed = _claimed_topics(result.parsed)
+        update = progress_mod.reconcile(module, before, detected, claimed)
+        if update.ignored_claims:
+            log.info("ignored non-canonical topic claims: %s", update.ignored_claims)
+        shown = _with_server_meta(result.parsed.response, module, update)
+        reply = await asyncio.to_thread(
+            self._store_reply, conv, module, result, shown, update.state
+        )
         return TurnResult(
             learner=pending.learner if pending else None,
             reply=reply,
@@ -411,6 +469,17 @@ class Engine:
 
 
 # ------------------------------------------------------------------------ helpers
+
+
+def _pending_from_row(row: Message) -> PendingTurn:
+    if row.form_id is not None:
+        answers = row.answers or {}
+        learner_input = LearnerInput(form_id=row.form_id, answers=answers)
+        prompt_text = f"{row.text}\n\n(form {row.form_id} answers: {json.dumps(answers)})"
+    else:
+        learner_input = LearnerInput(text=row.text)
+        prompt_text = row.text
+    return PendingTurn(row.conversation_id, MessageView.from_row(row), learner_input, prompt_text)
 
 
 def _next_seq(s: Session, conversation_id: int) -> int:

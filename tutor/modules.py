@@ -12,7 +12,6 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -92,9 +91,17 @@ class ModuleForm(Form):
 class Topic(_Strict):
     id: Id
     title: Text
-    keywords: list[Text] = Field(default_factory=list, description="words/phrases showing engagement")
+    keywords: list[Text] = Field(
+        default_factory=list,
+        description="words/phrases whose mention shows engagement; matched as whole words, ignoring "
+        "case and accents, so list other word forms too (breath, breathe, breathing)",
+    )
     aliases: list[Text] = Field(default_factory=list, description="other names, any language")
-    content: str | None = Field(default=None, description="authored markdown the built-in tutor teaches")
+    content: str | None = Field(
+        default=None,
+        description="markdown the built-in tutor teaches: '## ' headings, '-'/'1.' lists, '> ' quotes; "
+        "a paragraph starting '!!! info', '!!! warning', '!!! success' or '!!! tip' is a callout",
+    )
     form: ModuleForm | None = None
     media: list[ModuleMedia] = Field(default_factory=list)
     suggestions: list[Text] = Field(default_factory=list, description="quick replies")
@@ -143,15 +150,16 @@ class Module(_Strict):
         self.milestones = sorted(set(self.milestones))
         return self
 
-    @cached_property
+    # Plain properties, not cached: a cached value would survive model_copy(update=...).
+    @property
     def topics(self) -> list[Topic]:
         return [t for s in self.sections for t in s.topics]
 
-    @cached_property
+    @property
     def topic_ids(self) -> tuple[str, ...]:
         return tuple(t.id for t in self.topics)
 
-    @cached_property
+    @property
     def sections(self) -> list[Section]:
         return [s for p in self.phases for s in p.sections]
 
@@ -197,7 +205,9 @@ class CheckResult:
         return self.module is not None and not self.problems
 
 
-def check_text(text: str, source: str, expected_id: str | None = None, assets_dir: Path | None = None) -> CheckResult:
+def check_text(
+    text: str, source: str, expected_id: str | None = None, assets_dir: Path | None = None
+) -> CheckResult:
     """Check one module's YAML text; problems read ``source:line: message``."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -208,24 +218,28 @@ def check_text(text: str, source: str, expected_id: str | None = None, assets_di
         reason = getattr(exc, "problem", None) or str(exc)
         return CheckResult(None, [f"{source}:{line}: invalid YAML: {reason}"])
     if not isinstance(data, dict):
-        return CheckResult(None, [f"{source}:1: a module file must be a mapping with id, title, description, language and phases"])
+        shape = "a module file must be a mapping with id, title, description, language and phases"
+        return CheckResult(None, [f"{source}:1: {shape}"])
     lines: dict[Loc, tuple[int, int]] = {}
     findings = _map_nodes(root, (), lines)
     try:
-        module = Module.model_validate(data)
+        module: Module | None = Module.model_validate(data)
     except ValidationError as exc:
         findings += [_validation_finding(err) for err in exc.errors()]
         module = None
     if module is not None:
         findings += semantic_findings(module, assets_dir)
         if expected_id is not None and module.id != expected_id:
-            findings.append(_Finding(("id",), f"module id {module.id!r} must equal the file name {expected_id!r}"))
+            message = f"module id {module.id!r} must equal the file name {expected_id!r}"
+            findings.append(_Finding(("id",), message))
     located = sorted(((_line_of(f, lines), f.message) for f in findings), key=lambda lm: lm[0])
     problems = [f"{source}:{line}: {message}" for line, message in located]
     return CheckResult(module if not problems else None, problems)
 
 
-def check_file(path: str | Path, source: str | None = None, assets_dir: Path | None = None) -> CheckResult:
+def check_file(
+    path: str | Path, source: str | None = None, assets_dir: Path | None = None
+) -> CheckResult:
     path = Path(path)
     source = source or _display(path)
     try:
@@ -236,62 +250,77 @@ def check_file(path: str | Path, source: str | None = None, assets_dir: Path | N
     return check_text(text, source, expected_id=path.stem, assets_dir=assets)
 
 
+class _Rules:
+    """Rules pydantic cannot see: uniqueness, references, empty parts, template variables,
+    words that could never match, callouts and media files."""
+
+    def __init__(self, module: Module, assets_dir: Path | None) -> None:
+        self.module, self.assets_dir = module, assets_dir
+        self.found: list[_Finding] = []
+        self.seen: dict[str, set[str]] = {"phase": set(), "section": set(), "topic": set(), "form": set()}
+
+    def add(self, path: Loc, message: str, offset: int = 0) -> None:
+        self.found.append(_Finding(path, message, offset))
+
+    def unique(self, kind: str, value: str, path: Loc) -> None:
+        if value in self.seen[kind]:
+            self.add(path, f"duplicate {kind} id {value!r}")
+        self.seen[kind].add(value)
+
+    def run(self) -> list[_Finding]:
+        for p, phase in enumerate(self.module.phases):
+            self.unique("phase", phase.id, ("phases", p, "id"))
+            if not phase.sections:
+                self.add(("phases", p), f"phase {phase.id!r} has no sections")
+            for s, section in enumerate(phase.sections):
+                where: Loc = ("phases", p, "sections", s)
+                self.unique("section", section.id, (*where, "id"))
+                if not section.topics:
+                    self.add(where, f"section {section.id!r} has no topics")
+                for t, topic in enumerate(section.topics):
+                    self.topic(topic, (*where, "topics", t))
+        defaults = {name: var.default for name, var in self.module.variables.items()}
+        for name, offset in unresolved_variables(self.module.instructions, defaults):
+            hint = "declare it under variables: with a default"
+            self.add(("instructions",), f"unresolved variable '{{{{{name}}}}}' ({hint})", offset)
+        return self.found
+
+    def topic(self, topic: Topic, path: Loc) -> None:
+        self.unique("topic", topic.id, (*path, "id"))
+        phrases = [("title", (*path, "title"), topic.title)]
+        phrases += [("keyword", (*path, "keywords", i), v) for i, v in enumerate(topic.keywords)]
+        phrases += [("alias", (*path, "aliases", i), v) for i, v in enumerate(topic.aliases)]
+        for kind, where, value in phrases:
+            if not words(value):
+                self.add(where, f"{kind} {value!r} has no letters or digits to match")
+            elif " ".join(words(value)) in NAVIGATION_WORDS:
+                self.add(where, f"{kind} {value!r} is reserved for navigation and cannot mark a topic")
+        if topic.form is not None:
+            self.unique("form", topic.form.id, (*path, "form", "id"))
+            for i, covered in enumerate(topic.form.covers or ()):
+                if covered not in self.module.topic_ids:
+                    message = f"form {topic.form.id!r} covers unknown topic {covered!r}"
+                    self.add((*path, "form", "covers", i), message)
+        for offset, line in enumerate((topic.content or "").splitlines()):
+            match = _CALLOUT.match(line)
+            if match and match.group(1).lower() not in CALLOUT_TYPES:
+                allowed = ", ".join(f"!!! {kind}" for kind in CALLOUT_TYPES)
+                self.add((*path, "content"), f"unknown callout {line.strip()!r} (use {allowed})", offset)
+        for i, item in enumerate(topic.media):
+            self.media(item.src, (*path, "media", i, "src"))
+
+    def media(self, src: str, path: Loc) -> None:
+        if self.assets_dir is None or not src.startswith("/media/"):
+            return
+        prefix = f"/media/{self.module.id}/"
+        if not src.startswith(prefix):
+            self.add(path, f"media {src!r} must live under {prefix}")
+        elif not (self.assets_dir / src.lstrip("/")).is_file():
+            self.add(path, f"media file not found: {src!r} (expected in assets{src})")
+
+
 def semantic_findings(module: Module, assets_dir: Path | None = None) -> list[_Finding]:
-    """Rules pydantic cannot see: uniqueness, references, empty parts, template variables."""
-    out: list[_Finding] = []
-    seen: dict[str, set[str]] = {"phase": set(), "section": set(), "topic": set(), "form": set()}
-
-    def unique(kind: str, value: str, path: Loc) -> None:
-        if value in seen[kind]:
-            out.append(_Finding(path, f"duplicate {kind} id {value!r}"))
-        seen[kind].add(value)
-
-    all_topics = set(module.topic_ids)
-    for p, phase in enumerate(module.phases):
-        unique("phase", phase.id, ("phases", p, "id"))
-        if not phase.sections:
-            out.append(_Finding(("phases", p), f"phase {phase.id!r} has no sections"))
-        for s, section in enumerate(phase.sections):
-            spath: Loc = ("phases", p, "sections", s)
-            unique("section", section.id, (*spath, "id"))
-            if not section.topics:
-                out.append(_Finding(spath, f"section {section.id!r} has no topics"))
-            for t, topic in enumerate(section.topics):
-                out += _topic_findings(topic, (*spath, "topics", t), unique, all_topics, module.id, assets_dir)
-    defaults = {name: var.default for name, var in module.variables.items()}
-    for name, offset in unresolved_variables(module.instructions, defaults):
-        out.append(_Finding(("instructions",), f"unresolved variable '{{{{{name}}}}}' (declare it under variables: with a default)", offset))
-    return out
-
-
-def _topic_findings(topic: Topic, path: Loc, unique: Any, all_topics: set[str], module_id: str, assets_dir: Path | None) -> list[_Finding]:
-    out = []
-    unique("topic", topic.id, (*path, "id"))
-    phrases = [("title", (*path, "title"), topic.title)]
-    phrases += [("keyword", (*path, "keywords", i), v) for i, v in enumerate(topic.keywords)]
-    phrases += [("alias", (*path, "aliases", i), v) for i, v in enumerate(topic.aliases)]
-    for kind, where, value in phrases:
-        if not words(value):
-            out.append(_Finding(where, f"{kind} {value!r} has no letters or digits to match"))
-        elif " ".join(words(value)) in NAVIGATION_WORDS:
-            out.append(_Finding(where, f"{kind} {value!r} is reserved for navigation and cannot mark a topic"))
-    if topic.form is not None:
-        unique("form", topic.form.id, (*path, "form", "id"))
-        for i, covered in enumerate(topic.form.covers or ()):
-            if covered not in all_topics:
-                out.append(_Finding((*path, "form", "covers", i), f"form {topic.form.id!r} covers unknown topic {covered!r}"))
-    for offset, line in enumerate((topic.content or "").splitlines()):
-        match = _CALLOUT.match(line)
-        if match and match.group(1).lower() not in CALLOUT_TYPES:
-            out.append(_Finding((*path, "content"), f"unknown callout {line.strip()!r} (use !!! {', !!! '.join(CALLOUT_TYPES)})", offset))
-    prefix = f"/media/{module_id}/"
-    for i, item in enumerate(topic.media):
-        if assets_dir is not None and item.src.startswith("/media/"):
-            if not item.src.startswith(prefix):
-                out.append(_Finding((*path, "media", i, "src"), f"media {item.src!r} must live under {prefix}"))
-            elif not (assets_dir / item.src.lstrip("/")).is_file():
-                out.append(_Finding((*path, "media", i, "src"), f"media file not found: {item.src!r} (expected in assets{item.src})"))
-    return out
+    return _Rules(module, assets_dir).run()
 
 
 def _map_nodes(node: yaml.Node | None, path: Loc, lines: dict[Loc, tuple[int, int]]) -> list[_Finding]:
@@ -308,7 +337,8 @@ def _map_nodes(node: yaml.Node | None, path: Loc, lines: dict[Loc, tuple[int, in
         for key, value in node.value:
             name = key.value if isinstance(key, yaml.ScalarNode) else str(key.start_mark.line)
             if name in keys:
-                out.append(_Finding((*path, name), f"duplicate key {name!r} (YAML keeps only the last one)"))
+                message = f"duplicate key {name!r} (YAML keeps only the last one)"
+                out.append(_Finding((*path, name), message))
             keys.add(name)
             out += _map_nodes(value, (*path, name), lines)
     elif isinstance(node, yaml.SequenceNode):
@@ -326,7 +356,8 @@ def _validation_finding(err: dict[str, Any]) -> _Finding:
     if kind == "missing":
         return _Finding(loc[:-1], f"{_dotted(loc[:-1]) or 'module'}: missing required key {loc[-1]!r}")
     if kind == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") == SNAKE_CASE:
-        return _Finding(loc, f"{where}: {value!r} is not a snake_case id (a-z, 0-9, _; starting with a letter)")
+        rule = "a-z, 0-9, _; starting with a letter"
+        return _Finding(loc, f"{where}: {value!r} is not a snake_case id ({rule})")
     message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
     shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) or value is None else ""
     return _Finding(loc, f"{where}: {message}{shown}")
@@ -385,7 +416,8 @@ def load_library(directory: str | Path | None = None, assets_dir: Path | None = 
     for path in module_files(directory):
         source = _display(path)
         if path.stem in library.files:
-            library.problems[source] = [f"{source}:1: module {path.stem!r} is also defined in {library.files[path.stem]}"]
+            other = library.files[path.stem]
+            library.problems[source] = [f"{source}:1: module {path.stem!r} is also defined in {other}"]
             continue
         library.files[path.stem] = source
         result = check_file(path, source, assets_dir)

@@ -17,7 +17,13 @@ ALEMBIC_INI = REPO_ROOT / "alembic.ini"
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(timezone.utc)
+
+
+def iso_utc(moment: datetime) -> str:
+    if moment.tzinfo is None:  # SQLite hands naive values back
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Learner(SQLModel, table=True):
@@ -158,5 +164,6 @@ __all__ = [
     "Store",
     "TABLES",
     "select",
+    "iso_utc",
     "utcnow",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tutor.store import Message
+from tutor.store import Message, iso_utc
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class MessageView:
             outcome=row.outcome,
             flags=row.flags,
             form_states=row.form_states,
-            created_at=row.created_at.isoformat(timespec="seconds") + "Z",
+            created_at=iso_utc(row.created_at),
         )
 
 

@@ -13,9 +13,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tutor.llm.config import LLMSettings
 
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
@@ -180,3 +182,21 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def settings_for(server: FakeLLMServer, **overrides: Any) -> LLMSettings:
+    """Settings pointing at a fake server, with backoff delays small enough for unit tests."""
+    base = LLMSettings(
+        provider=server.kind,
+        base_url=server.base_url.removesuffix("/v1") if server.kind == "anthropic" else server.base_url,
+        api_key="test-key",
+        model="fake-model-1",
+        strategy="prompt",
+        temperature=0.7,
+        max_tokens=512,
+        timeout_s=2.0,
+        max_retries=2,
+        retry_base_delay_s=0.001,
+        retry_max_delay_s=0.02,
+    )
+    return replace(base, **overrides)

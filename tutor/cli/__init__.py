@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tutor.cli import modules_cmd, parse_cmd
+from tutor.cli import chat_cmd, db_cmd, eval_cmd, modules_cmd, parse_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tutor", description="Tutor: structured chat tutoring")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (parse_cmd, modules_cmd):
+    for command in (parse_cmd, modules_cmd, chat_cmd, db_cmd, eval_cmd):
         command.register(sub)
     return parser
 

@@ -11,7 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Cleaned", "Found", "Scan", "clean", "outside_text_flags", "scan_values", "structural_depths"]
+__all__ = [
+    "Cleaned",
+    "Found",
+    "Scan",
+    "clean",
+    "outside_text_flags",
+    "scan_values",
+    "structural_depths",
+]
 
 # Reasoning models wrap their thoughts in tags; some emit only the closing tag
 # (the opening one was part of the prompt template).
@@ -22,7 +30,6 @@ _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
 # kept: they are part of emoji sequences and of some scripts.
 _INVISIBLE = re.compile("[\ufeff\u200b\u2060\u180e]")
 _OPEN_FENCE = re.compile(r"\A```[ \t]*[A-Za-z0-9_+.-]*[ \t]*\r?\n?")
-_CLOSE_FENCE = re.compile(r"\r?\n?[ \t]*```[ \t]*\Z")
 _FENCE_MARK = re.compile(r"```[A-Za-z0-9_+.-]*")
 _VALUE_START = re.compile(r"[{\[]")
 _DECODER = json.JSONDecoder()
@@ -64,9 +71,8 @@ def clean(raw: str) -> Cleaned:
     opening = _OPEN_FENCE.match(text)
     if opening:
         text = text[opening.end():]
-        closing = _CLOSE_FENCE.search(text)
-        if closing:
-            text = text[: closing.start()]
+        if text.endswith("```"):
+            text = text[:-3]
         text = text.strip()
         flags.append("fence")
     return Cleaned(text, flags)

@@ -66,6 +66,8 @@ class Haystack:
         return self._forms[level]
 
     def __contains__(self, needle: str) -> bool:
+        if needle in self._raw:  # most strings appear verbatim; skip normalising
+            return True
         needle = normalize(needle)
         if not needle:
             return True

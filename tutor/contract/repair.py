@@ -17,27 +17,23 @@ import json_repair
 
 __all__ = ["Repaired", "lex_flags", "repair_region"]
 
-_TOKENS = re.compile(
-    r"""
-    (?P<str>"(?:[^"\\]|\\.)*(?:"|\\?\Z))          # a string, maybe cut off by the end of text
-    |(?P<lc>//[^\n]*)                             # // comment
-    |(?P<bc>/\*.*?(?:\*/|\Z))                     # /* comment */
-    |(?P<tc>,(?=\s*[}\]]))                        # trailing comma
-    |(?P<open>[{\[])
-    |(?P<close>[}\]])
-    |(?P<sq>(?<=[{\[,:])\s*')                     # single-quote delimiter
-    |(?P<smart>[\u201c\u201d\u2018\u2019])         # smart quote outside a string: a delimiter
-    |(?P<py>\b(?:True|False|None)\b)
-    |(?P<key>(?<=[{,])\s*[A-Za-z_][\w-]*\s*(?=:))  # unquoted key
-    """,
-    re.S | re.X,
+# Terminated double-quoted strings. Replacing each by "" leaves a skeleton in which the
+# structure and every repair that lives outside strings can be found with plain searches.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_SKELETON_FLAGS = (
+    ("trailing_comma", re.compile(r",\s*[}\]]")),
+    ("comment", re.compile(r"//|/\*")),
+    ("single_quotes", re.compile(r"[{\[,:]\s*'")),
+    ("smart_quotes", re.compile("[\u201c\u201d\u2018\u2019]")),
+    ("python_literal", re.compile(r"\b(?:True|False|None)\b")),
+    ("unquoted_key", re.compile(r"[{,]\s*[A-Za-z_][\w-]*\s*:")),
+    ("unescaped_quote", re.compile(r'""[ \t]*[^\s:,}\]"/]')),
 )
+_UNTERMINATED = re.compile(r'(?<!")"(?:[^"\\]|\\.)*\Z', re.S)
+_BRACKETS = re.compile(r"[{}\[\]]")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.|\Z)", re.S)
 _INVALID_ESCAPE = re.compile(r'\\(?:[^"\\/bfnrtu]|u(?![0-9a-fA-F]{4}))')
-_CONTROL = re.compile(r"[\x00-\x1f]")
-_AFTER_STRING = re.compile(r"\s*(.)", re.S)
-_NAMES = {"lc": "comment", "bc": "comment", "tc": "trailing_comma", "sq": "single_quotes",
-          "smart": "smart_quotes", "py": "python_literal", "key": "unquoted_key"}
+_CONTROL_CHARS = "\n\r\t"
 
 
 @dataclass
@@ -45,53 +41,44 @@ class Lexed:
     text: str  # the region with impossible escapes made literal
     flags: list[str] = field(default_factory=list)
     truncated: bool = False
+    after: str = ""  # what follows the region's first complete structure (strings as "")
 
 
 def lex_flags(region: str) -> Lexed:
-    """One pass: repair names, bracket balance (truncation), literal-backslash rewrite."""
-    flags: dict[str, None] = {}
+    """Name the repairs a region needs, detect truncation, make literal backslashes literal.
+
+    Linear: a few C-level regex passes, no per-character Python loop.
+    """
+    flags: list[str] = []
+    if "\\" in region and _INVALID_ESCAPE.search(region):
+        fixed = _STRING.sub(_fix_string, region)
+        if fixed != region:
+            flags.append("invalid_escape")
+            region = fixed
+    skeleton = _STRING.sub('""', region)
+    if sum(region.count(c) for c in _CONTROL_CHARS) > sum(skeleton.count(c) for c in _CONTROL_CHARS):
+        flags.append("raw_newline")  # control characters inside strings
+    for name, pattern in _SKELETON_FLAGS:
+        if pattern.search(skeleton):
+            flags.append(name)
     depth = 0
-    pieces: list[str] = []
-    last = 0
-    truncated = False
-    for m in _TOKENS.finditer(region):
-        kind = m.lastgroup
-        if kind == "str":
-            token = m.group()
-            if len(token) == 1 or not token.endswith('"') or token.endswith('\\"') and _odd_tail(token):
-                truncated = True
-            if "\\" in token and _INVALID_ESCAPE.search(token):
-                flags["invalid_escape"] = None
-                pieces.append(region[last:m.start()])
-                pieces.append(_literal_backslashes(token))
-                last = m.end()
-            if _CONTROL.search(token):
-                flags["raw_newline"] = None
-            nxt = _AFTER_STRING.match(region, m.end())
-            if nxt and nxt.group(1) not in ":,}]" and not truncated:
-                flags["unescaped_quote"] = None
-        elif kind == "open":
-            depth += 1
-        elif kind == "close":
-            depth -= 1
-        else:
-            flags[_NAMES[kind]] = None
-            if kind == "bc" and not m.group().endswith("*/"):
-                truncated = True
-    if depth > 0:
-        truncated = True
+    end = None
+    for m in _BRACKETS.finditer(skeleton):
+        depth += 1 if m.group() in "{[" else -1
+        if depth <= 0:
+            end = m.end()
+            break
+    truncated = end is None or bool(_UNTERMINATED.search(skeleton))
     if truncated:
-        flags["truncated"] = None
-    if pieces:
-        pieces.append(region[last:])
-        region = "".join(pieces)
-    return Lexed(region, list(flags), truncated)
+        flags.append("truncated")
+    return Lexed(region, flags, truncated, skeleton[end:] if end is not None else "")
 
 
-def _odd_tail(token: str) -> bool:
-    """True when the closing quote of ``token`` is itself escaped (string never closed)."""
-    backslashes = len(token) - 1 - len(token[:-1].rstrip("\\"))
-    return backslashes % 2 == 1
+def _fix_string(m: re.Match[str]) -> str:
+    token = m.group()
+    if "\\" in token and _INVALID_ESCAPE.search(token):
+        return _literal_backslashes(token)
+    return token
 
 
 def _literal_backslashes(token: str) -> str:
@@ -128,25 +115,30 @@ class Repaired:
     value: Any
     flags: list[str]
     truncated: bool
+    after: str  # text after the repaired structure (strings shown as "")
     used_library: bool
 
 
 def repair_region(region: str) -> Repaired:
-    """Parse a region the strict decoder rejected. The library runs at most once."""
+    """Parse a region (starting at '{' or '[') that the strict decoder rejected.
+
+    The repair library runs at most once; fixing escapes or accepting raw control
+    characters in strings often suffices, and the standard decoder is much cheaper.
+    """
     lexed = lex_flags(region)
     text = lexed.text
-    # Fixing escapes alone (or raw control characters in strings) often suffices; the
-    # standard decoder is much cheaper than the repair library.
     try:
-        value, end = _LENIENT.raw_decode(text)
+        value, _end = _LENIENT.raw_decode(text)
     except (json.JSONDecodeError, RecursionError):
         pass
     else:
-        if not text[end:].strip():
-            return Repaired(value, lexed.flags, lexed.truncated, used_library=False)
+        return Repaired(value, lexed.flags, lexed.truncated, lexed.after, used_library=False)
     try:
-        value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
-    except (ValueError, RecursionError):
+        # The leading space is deliberate: json-repair 0.6x runs a per-character Python
+        # pre-scan over the whole input when it starts with a bracket at index 0 (twice
+        # the cost of the repair itself on big replies); the result is the same.
+        value = json_repair.repair_json(" " + text, return_objects=True, skip_json_loads=True)
+    except Exception:  # noqa: BLE001 - a heuristic library's crash must not fail a turn
         value = None
     flags = lexed.flags or ["syntax_repair"]
-    return Repaired(value, flags, lexed.truncated, used_library=True)
+    return Repaired(value, flags, lexed.truncated, lexed.after, used_library=True)

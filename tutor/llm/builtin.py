@@ -34,7 +34,6 @@ from tutor.progress import (
     detect_text,
     milestones_reached,
     module_state,
-    normalize,
     percentage,
     words,
 )
@@ -50,6 +49,7 @@ _CALLOUT = re.compile(r"^\s*!!!\s*(info|warning|success|tip)\b[ \t]*(.*)$", re.I
 # First words that make a message a request to be taught something, in any topic order.
 _ASKING = frozenset("what why how when where who which can could is are do does tell explain "
                     "show review next describe define more".split())
+_MOVING_ON = frozenset("continue next ok okay yes sure go ready done".split())
 
 
 class BuiltinTutor:
@@ -74,50 +74,79 @@ def compose_reply(ctx: TurnContext | None) -> str:
     if ctx is None:
         blocks = [_block("warning", "The built-in tutor needs the module context to teach.")]
         return _dump({"content": {"text_blocks": blocks}, "meta": {"response_type": "error"}})
-    module, state, learner = ctx.module, ctx.progress, ctx.learner
+    module, state = ctx.module, ctx.progress
+    blocks, topic = _respond_to_learner(ctx)
     covered = set(state.covered)
-    blocks: list[dict[str, Any]] = []
-
-    topic = None
-    if learner is None:
-        blocks += _greeting(module, state)
-    elif learner.is_form:
-        blocks += _acknowledge_form(module, learner.form_id or "", learner.answers or {})
-    else:
-        mentioned = [t for t in module.topics if t.id in ctx.detected]
-        if mentioned and _asks(learner.text or ""):
-            # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another
-            # topic: the topic named by its title is the one asked about.
-            titled = [t for t in mentioned if _contains(learner.text or "", t.title)]
-            topic = (titled or mentioned)[0]
-        elif mentioned:
-            titles = ", ".join(f"**{t.title}**" for t in mentioned)
-            blocks.append(_block("paragraph", f"Thank you for sharing that. It connects to {titles}."))
     if topic is None:
         topic = next((t for t in module.topics if t.id not in covered), None)
-
-    claimed = state.covered + ((topic.id,) if topic and topic.id not in covered else ())
-    fired = [m for m in milestones_reached(module, claimed) if m not in state.milestones]
+    newly = [topic.id] if topic is not None and topic.id not in covered else []
+    claimed = ProgressState(state.covered + tuple(newly), state.milestones)
+    fired = [m for m in milestones_reached(module, claimed.covered) if m not in state.milestones]
     milestone = fired[-1] if fired else None
 
     content: dict[str, Any] = {}
-    suggestions: list[str] = []
     if topic is not None:
         blocks += _teach(topic)
         if topic.form is not None:
             content["forms"] = [topic.form.form.model_dump(mode="json", exclude_none=True)]
         if topic.media:
             content["media"] = [m.model_dump(mode="json", exclude_none=True) for m in topic.media]
-        suggestions += topic.suggestions
-        prompt = f"Ask me anything about {topic.title}, share your own experience, or continue when you're ready."
     else:
         blocks += _summary(module)
-        prompt = "Ask about any topic to review it, or tell me what stayed with you."
     if milestone:
-        blocks += _celebrate(module, milestone, coverage_count(module, ProgressState(claimed)))
+        blocks += _celebrate(module, milestone, coverage_count(module, claimed))
+    content["next_step"] = _next_step(module, topic, set(claimed.covered))
 
-    # Navigation replies must not count as evidence for topics nobody taught yet.
-    done = set(claimed)
+    learner = ctx.learner
+    emotion = ("celebratory" if milestone else "encouraging" if learner is None
+               else "supportive" if learner.is_form else "informative")
+    progress = Progress(
+        percentage=percentage(module, claimed),
+        covered_topics=[t for t in claimed.covered if t in set(module.topic_ids)],
+        newly_covered=newly,
+        remaining_topics=len(module.topic_ids) - coverage_count(module, claimed),
+        milestone=milestone,
+    )
+    return _dump({
+        "content": {"text_blocks": blocks, **content},
+        "meta": {
+            "response_type": "educational" if topic is not None else "summary",
+            "progress": progress.model_dump(mode="json"),
+            "module_state": module_state(module, claimed).model_dump(mode="json"),
+            "emotion": emotion,
+        },
+    })
+
+
+def _respond_to_learner(ctx: TurnContext) -> tuple[list[dict[str, Any]], Topic | None]:
+    """What the tutor says about the learner's input, and the topic asked about, if any."""
+    module, learner = ctx.module, ctx.learner
+    if learner is None:
+        return _greeting(module, ctx.progress), None
+    if learner.is_form:
+        return _acknowledge_form(module, learner.form_id or "", learner.answers or {}), None
+    text = learner.text or ""
+    mentioned = [t for t in module.topics if t.id in ctx.detected]
+    if mentioned and _asks(text):
+        # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
+        # the topic named by its title is the one asked about.
+        titled = [t for t in mentioned if _contains(text, t.title)]
+        return [], (titled or mentioned)[0]
+    if mentioned:
+        titles = ", ".join(f"**{t.title}**" for t in mentioned)
+        return [_block("paragraph", f"Thank you for sharing that. It connects to {titles}.")], None
+    if _asks(text, questions_only=True):
+        return [_block("paragraph", "I don't have a prepared answer to that question. Ask about any "
+                                    "topic of this module by name, or let's carry on.")], None
+    if not _navigates(text):
+        return [_block("paragraph", "Thank you for sharing that.")], None
+    return [], None
+
+
+def _next_step(module: Module, topic: Topic | None, done: set[str]) -> dict[str, Any]:
+    """Quick replies: the topic's own, then one that moves on. Navigation replies must not
+    count as evidence for topics nobody taught yet, or the walk would skip them."""
+    suggestions = list(topic.suggestions) if topic is not None else []
     later = next((t for t in module.topics if t.id not in done), None)
     if later is not None:
         suggestions.append(_navigation(module, f"Next: {later.title}", done | {later.id}))
@@ -125,36 +154,11 @@ def compose_reply(ctx: TurnContext | None) -> str:
         suggestions.append(_navigation(module, "Show me a summary", done))
     else:
         suggestions += [f"Review: {t.title}" for t in module.topics[:3]]
-    content["next_step"] = {"prompt": prompt, "suggestions": list(dict.fromkeys(suggestions)), "can_skip": True}
-
-    new_state = ProgressState(claimed, state.milestones)
-    canonical = [t for t in claimed if t in set(module.topic_ids)]
-    progress = Progress(
-        percentage=percentage(module, new_state),
-        covered_topics=canonical,
-        newly_covered=[topic.id] if topic is not None and topic.id not in covered else [],
-        remaining_topics=len(module.topic_ids) - len(canonical),
-        milestone=milestone,
-    )
-    where = module_state(module, new_state)
-    if learner is None:
-        emotion = "encouraging"
-    elif milestone:
-        emotion = "celebratory"
-    elif learner.is_form:
-        emotion = "supportive"
+    if topic is not None:
+        prompt = f"Ask me anything about {topic.title}, share your own experience, or continue when you're ready."
     else:
-        emotion = "informative"
-    reply = {
-        "content": {"text_blocks": blocks, **content},
-        "meta": {
-            "response_type": "educational" if topic is not None else "summary",
-            "progress": progress.model_dump(mode="json"),
-            "module_state": where.model_dump(mode="json"),
-            "emotion": "celebratory" if milestone else emotion,
-        },
-    }
-    return _dump(reply)
+        prompt = "Ask about any topic to review it, or tell me what stayed with you."
+    return {"prompt": prompt, "suggestions": list(dict.fromkeys(suggestions)), "can_skip": True}
 
 
 def markdown_blocks(markdown: str) -> list[TextBlock]:
@@ -207,12 +211,20 @@ def _block(kind: str, text: str, level: int | None = None) -> dict[str, Any]:
     return {"type": kind, "content": text, **({"level": level} if level else {})}
 
 
-def _asks(text: str) -> bool:
-    """A question or a request to be taught ("Next: X", "Tell me about X")."""
+def _first_word(text: str) -> str:
+    found = words(text)
+    return found[0] if found else ""
+
+
+def _asks(text: str, questions_only: bool = False) -> bool:
+    """A question, or (unless questions_only) a request to be taught ("Next: X")."""
     if "?" in text or "\uff1f" in text:
         return True
-    first = normalize(text).split(None, 1)
-    return bool(first) and first[0].strip(":,.!") in _ASKING
+    return not questions_only and _first_word(text) in _ASKING
+
+
+def _navigates(text: str) -> bool:
+    return _first_word(text) in _MOVING_ON
 
 
 def _contains(text: str, phrase: str) -> bool:

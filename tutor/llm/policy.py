@@ -213,10 +213,10 @@ class _Turn:
         self.tokens_used = 0
 
     def _record(self, request: CompletionRequest, kind: str, latency_ms: float, **kw) -> AttemptRecord:
+        kw.setdefault("model", self.provider.model)
         record = AttemptRecord(
             attempt=len(self.records) + 1,
             provider=self.provider.name,
-            model=self.provider.model,
             strategy=request.strategy,
             latency_ms=round(latency_ms, 1),
             kind=kind,
@@ -311,7 +311,7 @@ async def run_turn(
 
     first = await turn.attempt(check.request, "first")
     if first.usable:
-        return turn.result(_with_flags(first.parsed, *extra), first.completion)
+        return turn.result(_with_flags(first.parsed, *extra, *_truncated(first)), first.completion)
     if first.error is not None:
         hint = first.error.operator_message
         if first.error.retryable:
@@ -326,7 +326,7 @@ async def run_turn(
     if check2.ok:
         second = await turn.attempt(check2.request, "reask")
         if second.usable:
-            return turn.result(_with_flags(second.parsed, *extra, "reasked"), second.completion)
+            return turn.result(_with_flags(second.parsed, *extra, *_truncated(second), "reasked"), second.completion)
         tries.insert(0, second)
         extra.append("reasked")
         if second.error is not None:
@@ -339,12 +339,16 @@ async def run_turn(
     return turn.result(_fallback(tries, fallback_suggestion, *extra), completion, operator_message)
 
 
+def _truncated(t: _Try) -> list[str]:
+    """A reply cut at the token limit keeps saying so, even when its repair was accepted."""
+    return ["truncated"] if t.completion is not None and t.completion.finish_reason == "length" else []
+
+
 def _fallback(tries: list[_Try], suggestion: str | None, *extra: str) -> ParsedReply:
     """Fail closed: raw text as markdown when there is some worth showing, else an apology."""
     for t in tries:  # newest first
         if t.showable and t.parsed is not None:
-            flags = ["truncated"] if t.completion and t.completion.finish_reason == "length" else []
-            return _with_flags(t.parsed, *flags, *extra, "needs_review")
+            return _with_flags(t.parsed, *_truncated(t), *extra, "needs_review")
     raw = next((t.completion.text for t in tries if t.completion and t.completion.text.strip()), "")
     reasons = [p for t in tries if (p := t.problem or (t.error and "transport_error"))]
     errors = [f"no usable reply: {', '.join(dict.fromkeys(reasons)) or 'transport error'}"]

@@ -1,0 +1,273 @@
+"""The built-in tutor walks a module offline and its replies pass the contract like any model's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tutor.contract import TutorResponse, parse
+from tutor.llm.base import ChatMessage, CompletionRequest, LearnerInput, Provider, TurnContext
+from tutor.llm.builtin import BuiltinTutor, markdown_blocks
+from tutor.modules import Module, load_library
+from tutor.progress import ProgressState, apply_evidence, detect_form, detect_text, reconcile
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = load_library(ROOT / "tests" / "fixtures" / "modules" / "good")
+MINI = LIBRARY.get("mini")
+QUICK = LIBRARY.get("quick")
+
+
+@dataclass
+class Turn:
+    response: TutorResponse
+    raw: str
+    milestone: str | None
+    newly: tuple[str, ...]
+    state: ProgressState
+
+
+class Session:
+    """Drives the tutor the way the app does: learner evidence, the reply through `parse`,
+    then the server's reconciliation of the reply's claim."""
+
+    def __init__(self, module: Module, tutor: BuiltinTutor | None = None) -> None:
+        self.module = module
+        self.tutor = tutor or BuiltinTutor()
+        self.state = ProgressState()
+        self.turns: list[Turn] = []
+
+    def send(self, learner: LearnerInput | None = None) -> Turn:
+        if learner is None:
+            detected: set[str] = set()
+        elif learner.is_form:
+            detected = detect_form(self.module, learner.form_id, learner.answers)
+        else:
+            detected = detect_text(self.module, learner.text)
+        ctx = TurnContext(self.module, apply_evidence(self.module, self.state, detected),
+                          frozenset(detected), learner, len(self.turns))
+        request = CompletionRequest([ChatMessage("user", "(ignored)")], 0.7, 2048, context=ctx)
+        completion = asyncio.run(self.tutor.complete(request))
+        parsed = parse(completion.text)
+        assert parsed.outcome == "valid", parsed.errors
+        claimed = parsed.response.meta.progress.covered_topics or []
+        update = reconcile(self.module, self.state, detected, claimed)
+        self.state = update.state
+        turn = Turn(parsed.response, completion.text, update.milestone, update.newly_covered, update.state)
+        self.turns.append(turn)
+        return turn
+
+    def say(self, text: str) -> Turn:
+        return self.send(LearnerInput(text=text))
+
+
+def _texts(response: TutorResponse) -> str:
+    return "\n".join(b.content for b in response.content.text_blocks)
+
+
+def _headings(response: TutorResponse) -> list[str]:
+    return [b.content for b in response.content.text_blocks if b.type == "heading"]
+
+
+def _next_suggestion(response: TutorResponse) -> str:
+    return response.content.next_step.suggestions[-1]
+
+
+def test_it_implements_the_provider_protocol():
+    tutor: Provider = BuiltinTutor()
+    assert tutor.name == "builtin" and tutor.model == "builtin-tutor"
+    assert asyncio.run(tutor.aclose()) is None
+
+
+def test_opening_turn_greets_and_teaches_the_first_topic():
+    turn = Session(MINI).send()
+    blocks = turn.response.content.text_blocks
+    assert blocks[0].type == "heading" and blocks[0].content == "Mini anxiety course"
+    assert "A short walk through what anxiety is" in blocks[1].content
+    assert "What anxiety is" in _headings(turn.response)
+    assert "**alarm system**" in _texts(turn.response)
+    assert turn.newly == ("what_is_anxiety",)  # claimed, and the server counted it
+    assert turn.response.meta.emotion == "encouraging"
+
+
+def test_reply_is_json_text_with_unescaped_unicode():
+    session = Session(MINI)
+    raw = session.send().raw
+    assert json.loads(raw)["meta"]["progress"]["covered_topics"] == ["what_is_anxiety"]
+    turn = session.say("Tell me about self-care")
+    assert "Self-care" in turn.raw and "\\u" not in turn.raw
+
+
+def test_walks_to_100_percent_in_author_order_celebrating_each_milestone_once():
+    session = Session(MINI)
+    turn = session.send()
+    order = list(turn.newly)
+    while len(session.state.covered) < len(MINI.topic_ids):
+        turn = session.say(_next_suggestion(turn.response))
+        order += turn.newly
+        assert len(session.turns) < 20
+    assert order == list(MINI.topic_ids)
+    celebrated = [t for t in session.turns if t.response.meta.emotion == "celebratory"]
+    assert [t.milestone for t in celebrated] == ["25%", "50%", "75%", "100%"]
+    assert [t.response.meta.progress.milestone for t in celebrated] == ["25%", "50%", "75%", "100%"]
+    for t in celebrated:
+        blocks = t.response.content.text_blocks
+        kinds = [b.type for b in blocks]
+        assert f"🎉 {t.milestone} complete" in _headings(t.response)
+        assert kinds[kinds.index("heading", len(kinds) - 2) + 1] == "success"
+    assert all(t.milestone is None for t in session.turns if t not in celebrated)
+    # At 100% the tutor offers a summary, and gives one when asked.
+    assert _next_suggestion(turn.response) == "Show me a summary"
+    summary = session.say("Show me a summary").response
+    assert summary.meta.response_type == "summary"
+    assert "Summary: Mini anxiety course" in _headings(summary)
+    assert "**Coping**: Avoidance, Gradual exposure, Self-care" in _texts(summary)
+    assert session.say("Continue").milestone is None  # never twice
+
+
+def test_plain_continue_also_walks_the_module():
+    session = Session(QUICK)
+    session.send()
+    while len(session.state.covered) < 3:
+        session.say("Continue")
+    assert session.state.covered == ("alpha", "beta", "gamma")
+    assert session.state.milestones == ("25%", "50%", "100%")
+
+
+def test_a_question_about_a_later_topic_is_answered_with_that_topic():
+    session = Session(MINI)
+    session.send()
+    turn = session.say("How does breathing help?")
+    assert _headings(turn.response)[0] == "Breathing"
+    assert "A long exhale calms the body." in _texts(turn.response)
+    # ... then the tutor resumes the author's order where it left off.
+    assert _next_suggestion(turn.response) == "Next: Anxiety and fear"
+    nxt = session.say("Continue")
+    assert nxt.newly == ("anxiety_vs_fear",)
+
+
+def test_the_topic_named_by_its_title_wins_over_a_keyword_of_another():
+    session = Session(MINI)
+    session.send()
+    # "Anxiety and fear" contains "anxiety", a keyword of the first topic.
+    turn = session.say("Next: Anxiety and fear")
+    assert _headings(turn.response)[0] == "Fear or anxiety?"
+
+
+def test_a_statement_mentioning_a_topic_is_acknowledged_and_the_walk_goes_on():
+    session = Session(MINI)
+    session.send()
+    turn = session.say("I avoid crowded places")
+    assert "It connects to **Avoidance**." in _texts(turn.response)
+    assert turn.newly == ("anxiety_vs_fear", "avoidance")  # learner evidence + the taught topic
+    assert _headings(turn.response)[0] == "Fear or anxiety?"
+
+
+def test_questions_and_remarks_off_the_module_are_answered_honestly_and_the_walk_goes_on():
+    session = Session(MINI)
+    session.send()
+    asked = session.say("What is the capital of France?")
+    assert "I don't have a prepared answer to that question." in _texts(asked.response)
+    assert asked.newly == ("anxiety_vs_fear",)
+    remark = session.say("I had a long day")
+    assert _texts(remark.response).startswith("Thank you for sharing that.")
+    moving_on = session.say("ok")
+    assert not _texts(moving_on.response).startswith("Thank you")
+    assert remark.milestone is None and remark.response.meta.emotion == "informative"
+
+
+def test_form_answers_are_acknowledged_by_label_and_cover_their_topics():
+    session = Session(MINI)
+    session.send()
+    session.say("Continue")
+    turn = session.say("Continue")
+    [form] = turn.response.content.forms
+    assert form.id == "levels_check" and form.is_optional
+    turn = session.send(LearnerInput(form_id="levels_check", answers={"primary_level": "mental", "note": ""}))
+    text = _texts(turn.response)
+    assert "- Which level do you notice most? **Mental**" in text
+    assert "physical_signs" in session.state.covered
+    assert turn.response.meta.emotion == "celebratory"  # 50% reached with the form + next topic
+    assert _headings(turn.response)[0] == "Breathing"
+
+
+def test_topic_extras_are_offered():
+    session = Session(MINI)
+    session.send()
+    turn = session.say("Continue")
+    [media] = turn.response.content.media
+    assert media.src == "https://example.org/fear.png" and media.alt == "A fear curve"
+    first = session.turns[0].response.content.next_step
+    assert first.suggestions == ["Is anxiety dangerous?", "Next: Anxiety and fear"]
+    assert first.can_skip is True
+    assert turn.response.meta.module_state.current_section == "The basics"
+
+
+def test_navigation_suggestions_never_count_as_evidence_for_untaught_topics():
+    session = Session(MINI)
+    turn = session.send()
+    while len(session.state.covered) < len(MINI.topic_ids):
+        nav = _next_suggestion(turn.response)
+        untaught = set(MINI.topic_ids) - set(session.state.covered)
+        named = [t.id for t in MINI.topics if nav == f"Next: {t.title}"]
+        assert detect_text(MINI, nav) & untaught <= set(named)
+        turn = session.say(nav)
+
+
+def test_the_first_turn_of_a_finished_module_is_a_summary():
+    session = Session(QUICK)
+    session.state = ProgressState(QUICK.topic_ids, ("25%", "50%", "100%"))
+    turn = session.send()
+    assert "Welcome back! You've covered 3 of 3 topics so far." in _texts(turn.response)
+    assert turn.response.meta.response_type == "summary" and turn.milestone is None
+
+
+def test_without_context_it_still_answers_with_valid_json():
+    completion = asyncio.run(BuiltinTutor().complete(CompletionRequest([], 0.0, 100)))
+    parsed = parse(completion.text)
+    assert parsed.outcome == "valid" and parsed.response.meta.response_type == "error"
+
+
+def test_sample_module_walks_to_100_percent():
+    sample = load_library(ROOT / "modules").get("understanding_anxiety")
+    session = Session(sample)
+    turn = session.send()
+    while len(session.state.covered) < len(sample.topic_ids):
+        turn = session.say(_next_suggestion(turn.response))
+        assert len(session.turns) <= len(sample.topic_ids)
+    assert session.state.milestones == tuple(f"{m}%" for m in sample.milestones)
+    assert sum(t.response.meta.emotion == "celebratory" for t in session.turns) == len(sample.milestones)
+
+
+# --- authored markdown -> blocks -----------------------------------------------------------------
+
+
+def test_markdown_blocks_split_authored_content():
+    md = (
+        "## Title here\n"
+        "First paragraph\ncontinues here.\n\n"
+        "- one\n- two\n  wrapped\n"
+        "1. first\n\n"
+        "> quoted\n> more\n\n"
+        "!!! tip Breathe out slowly.\n\n"
+        "!!! WARNING\n    Indented body\n    two lines\n\n"
+        "Last words."
+    )
+    blocks = [(b.type, b.content, b.level) for b in markdown_blocks(md)]
+    assert blocks == [
+        ("heading", "Title here", 2),
+        ("paragraph", "First paragraph\ncontinues here.", None),
+        ("list", "- one\n- two\n  wrapped\n1. first", None),
+        ("quote", "quoted\nmore", None),
+        ("tip", "Breathe out slowly.", None),
+        ("warning", "Indented body\ntwo lines", None),
+        ("paragraph", "Last words.", None),
+    ]
+
+
+@pytest.mark.parametrize("md", ["", "\n\n", "!!! tip", ">"])
+def test_markdown_blocks_never_emit_empty_blocks(md):
+    assert all(b.content.strip() for b in markdown_blocks(md))

@@ -1,0 +1,177 @@
+"""`tutor chat`: the author's terminal conversation, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tutor.cli.chat_cmd import LineError, parse_line, progress_bar, render_text
+from tutor.llm.base import LearnerInput
+from tutor.modules import REPO_ROOT, load_library
+
+SAMPLE = load_library(REPO_ROOT / "modules").get("understanding_anxiety")
+BROKEN = Path(__file__).parent / "fixtures" / "modules" / "broken"
+
+
+def _chat(
+    tmp_path: Path, lines: list[str], *args: str, modules: Path | None = None, **extra: str
+) -> subprocess.CompletedProcess:
+    env = {
+        **extra,
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(REPO_ROOT),
+        "TUTOR_DATABASE_URL": f"sqlite:///{tmp_path / 'chat.db'}",
+        "TUTOR_DATA_DIR": str(tmp_path),
+    }
+    if modules is not None:
+        env["TUTOR_MODULES_DIR"] = str(modules)
+    return subprocess.run(
+        [sys.executable, "-m", "tutor.cli", "chat", *args],
+        input="".join(f"{line}\n" for line in lines),
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+    )
+
+
+def _first_form():
+    """(index of the first topic offering a form, that form's id, a valid answer)."""
+    for index, topic in enumerate(SAMPLE.topics):
+        if topic.form is not None:
+            form = topic.form.form
+            field = next(f for f in form.fields if f.options)
+            value = [field.options[0].value] if field.type == "checkbox" else field.options[0].value
+            return index, form.id, {field.id: value}, field.options[0].label
+    raise AssertionError("the sample module offers no form")
+
+
+def test_json_chat_walks_the_sample_module_to_100_percent(tmp_path):
+    k, form_id, values, label = _first_form()
+    lines = ["Continue"] * k + [
+        json.dumps({"form": form_id, "values": values}),  # accepted: the form is open
+        json.dumps({"form": form_id, "values": values}),  # refused: already answered
+        json.dumps({"text": ""}),  # refused: empty
+        "",  # skipped
+        '{"colour": "blue"}',  # refused: not a learner turn
+    ] + ["Continue"] * (len(SAMPLE.topic_ids) + 2)
+    result = _chat(tmp_path, lines, "--module", "understanding_anxiety", "--json", "--learner", "ana")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["turn"] for r in records] == list(range(len(lines)))  # one line per turn, the blank skipped
+
+    errors = {r["turn"]: r["error"] for r in records if "error" in r}
+    assert list(errors) == [k + 2, k + 3, k + 4]
+    assert "not open" in errors[k + 2] and "Type a message" in errors[k + 3] and '"text"' in errors[k + 4]
+
+    replies = [r for r in records if "error" not in r]
+    assert all(set(r) == {"turn", "outcome", "flags", "response", "progress"} for r in replies)
+    assert all(r["outcome"] == "valid" and r["flags"] == [] for r in replies)
+    for r in replies:  # the reply shows the server's progress
+        assert r["response"]["meta"]["progress"]["percentage"] == r["progress"]["percentage"]
+        assert r["response"]["meta"]["progress"]["covered_topics"] == r["progress"]["covered"]
+    ack = records[k + 1]["response"]["content"]["text_blocks"]
+    assert any(label in b["content"] for b in ack)
+
+    assert [r["progress"]["milestone"] for r in replies if r["progress"]["milestone"]] == ["25%", "50%", "75%", "100%"]
+    assert replies[-1]["progress"]["percentage"] == 100
+    assert sorted(replies[-1]["progress"]["covered"]) == sorted(SAMPLE.topic_ids)
+    assert replies[-1]["response"]["meta"]["response_type"] == "summary"
+
+    with sqlite3.connect(tmp_path / "chat.db") as db:
+        stored = db.execute("SELECT text FROM message WHERE role = 'learner' ORDER BY seq").fetchall()
+    assert len(stored) == len(lines) - 4  # refused and blank lines were not stored
+    assert all(text.strip() for (text,) in stored)
+
+
+def test_readable_chat_renders_blocks_forms_suggestions_and_progress(tmp_path):
+    k, form_id, _values, _label = _first_form()
+    result = _chat(tmp_path, ["1"] + ["Continue"] * (k - 1) + ['{"text": ""}'], "--module", "understanding_anxiety")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.count("── tutor") == k + 1
+    assert "# Understanding anxiety" in out and "## What anxiety is" in out
+    assert "  1. " in out and "  2. " in out
+    assert f"Form {form_id}: " in out and "(optional)" in out and '"form": "' + form_id in out
+    n = len(SAMPLE.topic_ids)
+    assert progress_bar(round(100 / n, 1), 1, n) in out  # e.g. "[----------] 4% (1/25 topics)"
+    assert "(not sent: Type a message first.)" in out
+    assert out.count("── tutor") == out.count(f"/{n} topics)")
+    # "1" sent the first suggestion of the opening turn.
+    with sqlite3.connect(tmp_path / "chat.db") as db:
+        (first,) = db.execute("SELECT text FROM message WHERE role = 'learner' ORDER BY seq").fetchone()
+    assert first == SAMPLE.topics[0].suggestions[0]
+
+
+def test_a_broken_module_is_refused_with_the_check_message(tmp_path):
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    shutil.copy(BROKEN / "duplicate_topic.yaml", modules / "duplicate_topic.yaml")
+    result = _chat(tmp_path, [], "--module", "duplicate_topic", modules=modules)
+    assert result.returncode == 2
+    assert "duplicate_topic.yaml:18: duplicate topic id 'breathing'" in result.stderr
+    unknown = _chat(tmp_path, [], "--module", "nope", modules=modules)
+    assert unknown.returncode == 2 and "unknown module 'nope'" in unknown.stderr
+    assert not (tmp_path / "chat.db").exists()  # refused before touching the database
+
+
+def test_a_bad_backend_setting_is_refused_with_the_variable_to_fix(tmp_path):
+    result = _chat(tmp_path, [], "--module", "understanding_anxiety", TUTOR_LLM_PROVIDER="bogus")
+    assert result.returncode == 2
+    assert "TUTOR_LLM_PROVIDER" in result.stderr
+
+
+# --- pieces ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("hello there\n", LearnerInput(text="hello there")),
+        ('{"text": "hi {there}"}', LearnerInput(text="hi {there}")),
+        ('{"form": "f", "values": {"a": ["x"]}}', LearnerInput(form_id="f", answers={"a": ["x"]})),
+        ('{"form": "f"}', LearnerInput(form_id="f", answers={})),
+        ("{not json", LearnerInput(text="{not json")),
+        ("[1, 2]", LearnerInput(text="[1, 2]")),
+        ('{"form": 3}', LineError),
+        ('{"form": "f", "values": [1]}', LineError),
+        ('{"other": 1}', LineError),
+    ],
+)
+def test_parse_line(line, expected):
+    if expected is LineError:
+        with pytest.raises(LineError):
+            parse_line(line)
+    else:
+        assert parse_line(line) == expected
+
+
+def test_numbers_pick_suggestions_only_when_there_is_one():
+    assert parse_line("2", ["a", "b"]) == LearnerInput(text="b")
+    assert parse_line("3", ["a", "b"]) == LearnerInput(text="3")
+    assert parse_line("1") == LearnerInput(text="1")
+
+
+@pytest.mark.parametrize(
+    "pct, covered, total, text",
+    [
+        (0, 0, 20, "[----------] 0% (0/20 topics)"),
+        (50.0, 10, 20, "[#####-----] 50% (10/20 topics)"),
+        (96.0, 24, 25, "[#########-] 96% (24/25 topics)"),
+        (33.3, 1, 3, "[###-------] 33.3% (1/3 topics)"),
+        (100.0, 3, 3, "[##########] 100% (3/3 topics)"),
+    ],
+)
+def test_progress_bar(pct, covered, total, text):
+    assert progress_bar(pct, covered, total) == text
+
+
+def test_an_unreadable_reply_is_shown_as_raw_text():
+    class P:
+        percentage, covered, total, milestone = 0.0, [], 3, None
+
+    out = render_text(None, "plain words from the model", "invalid", P())
+    assert "plain words from the model" in out and "(reply invalid)" in out

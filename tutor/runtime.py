@@ -1,0 +1,33 @@
+"""The process-wide Engine: one store, one provider, one module library per process."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from tutor.engine import Engine
+from tutor.llm.config import LLMSettings
+from tutor.llm.factory import make_provider
+from tutor.modules import load_library
+from tutor.store import Store
+
+log = logging.getLogger(__name__)
+_engine: Engine | None = None
+_lock = threading.Lock()
+
+
+def get_engine() -> Engine:
+    """Build the engine on first use: check the configuration, migrate the database,
+    load the modules (a module that fails its check is not served, and says why)."""
+    global _engine
+    with _lock:
+        if _engine is None:
+            settings = LLMSettings.from_env()  # ConfigError says which variable to set
+            store = Store()
+            store.migrate()
+            library = load_library()
+            for path, problems in library.problems.items():
+                for problem in problems:
+                    log.error("module not served: %s", problem)
+            _engine = Engine(store, make_provider(settings), library, settings)
+        return _engine
