@@ -76,7 +76,6 @@ def _tutor(msg: rx.Var[MessageItem]) -> rx.Component:
 
 def _learner(msg: rx.Var[MessageItem]) -> rx.Component:
     return rx.el.article(
-        rx.el.span("You", class_name="sr-only"),
         rx.html(msg.html, class_name="md"),
         class_name=rx.cond(msg.is_form_answer, "msg msg-learner msg-form-answer", "msg msg-learner"),
         data_message_id=msg.id,

@@ -267,7 +267,8 @@ class Engine:
         conv, before, history, turn_index = await asyncio.to_thread(
             self._turn_inputs, conversation_id, module, pending
         )
-        interim = progress_mod.reconcile(module, before, detected, []).state
+        # Count the learner's evidence, but leave milestones for the reply to celebrate.
+        interim = progress_mod.apply_evidence(module, before, detected)
         messages = prompts.build_messages(
             module, interim, history, prompt_text if pending else None
         )
@@ -558,12 +559,12 @@ def _with_server_meta(
 
 
 def _progress_view(module: Module, state: ProgressState, milestone: str | None) -> ProgressView:
-    total = len(module.topic_ids)
-    covered = list(state.covered)
+    known = set(module.topic_ids)
+    covered = [t for t in state.covered if t in known]  # a topic an author removed no longer counts
     return ProgressView(
-        percentage=round(100 * len(covered) / total, 1) if total else 0.0,
+        percentage=progress_mod.percentage(module, state),
         covered=covered,
-        total=total,
+        total=len(module.topic_ids),
         milestone=milestone,
         milestones=list(state.milestones),
         module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),

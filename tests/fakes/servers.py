@@ -116,7 +116,9 @@ class FakeLLMServer:
 
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"  # one request per connection; the body ends at close
+        # Keep-alive like real servers (JSON answers carry a length); a stream ends at close.
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out as separate writes
 
         def log_message(self, *args) -> None:  # keep test output quiet
             pass
@@ -151,6 +153,8 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self.send_response(s.status)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
+                self.send_header("connection", "close")
+                self.close_connection = True
                 for k, v in s.headers.items():
                     self.send_header(k, v)
                 self.end_headers()

@@ -230,3 +230,13 @@ def test_nothing_listening_is_a_connection_failure_naming_the_url(openai_server)
         complete(settings)
     assert "is the server running" in info.value.operator_message
     assert json.dumps(info.value.operator_message)  # plain text, loggable
+
+
+def test_one_provider_serves_several_event_loops(openai_server):
+    # CLIs and tests drive one provider from successive asyncio.run() calls.
+    openai_server.script(wire.openai_reply(wire.tutor_json("one")), wire.openai_reply(wire.tutor_json("two")))
+    provider = OpenAIProvider(settings_for(openai_server))
+    first = asyncio.run(provider.complete(request()))
+    second = asyncio.run(provider.complete(request()))
+    asyncio.run(provider.aclose())
+    assert "one" in first.text and "two" in second.text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-__all__ = ["Haystack", "dishonest_strings", "normalize"]
+__all__ = ["Haystack", "dishonest_strings", "fix_surrogates", "normalize"]
 
 # Values of these keys are vocabulary checked by the schema (enums), not learner-facing
 # prose; coercion may set them (a defaulted response_type, "50" -> "50%").
@@ -21,6 +21,7 @@ VOCABULARY_KEYS = frozenset({"type", "response_type", "emotion", "milestone"})
 _WS = re.compile(r"\s+")
 _INVISIBLE = re.compile("[\ufeff\u200b\u2060\u180e]")
 _ESCAPES = re.compile(r"\\(u[0-9a-fA-F]{4}|[\"\\/bfnrt'])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "'": "'"}
 
 
@@ -37,12 +38,15 @@ def unescape(text: str) -> str:
         esc = m.group(1)
         return chr(int(esc[1:], 16)) if len(esc) == 5 else _SIMPLE[esc]
 
-    decoded = _ESCAPES.sub(one, text)
-    # \ud83d\ude00 decodes to two surrogates; join them into the real character.
-    try:
-        return decoded.encode("utf-16", "surrogatepass").decode("utf-16")
-    except UnicodeDecodeError:
-        return decoded
+    return fix_surrogates(_ESCAPES.sub(one, text))
+
+
+def fix_surrogates(text: str) -> str:
+    """Join surrogate pairs (``\\ud83c\\udf89`` decoded one by one) into the real
+    character; a lone half, which no UTF-8 text can hold, becomes U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class Haystack:

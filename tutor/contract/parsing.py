@@ -14,6 +14,7 @@ the learner sees (seed 000: keep raw, flag ``invalid_json``).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ from tutor.contract.extract import (
     scan_values,
     structural_depths,
 )
-from tutor.contract.honesty import Haystack, dishonest_strings
+from tutor.contract.honesty import Haystack, dishonest_strings, fix_surrogates
 from tutor.contract.models import TutorResponse
 from tutor.contract.repair import repair_region
 
@@ -37,6 +38,7 @@ Outcome = Literal["valid", "repaired", "invalid"]
 
 _MAX_REPAIRS = 2  # json-repair runs at most this many times per reply
 _MAX_ERRORS = 12
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class _Ladder:
         self.hay = Haystack(raw)
         self.failed: list[_Attempt] = []
         self.truncated = cut_by_provider
+        # Decoders leave escaped surrogate halves unpaired (json-repair) or accept lone
+        # ones (json): strings then need fixing, but only if the raw text has such escapes.
+        self.surrogates = bool(_SURROGATE_ESCAPE.search(raw))
 
     def run(self) -> ParsedReply:
         if not self.raw.strip():
@@ -169,6 +174,8 @@ class _Ladder:
 
     def _try(self, value: Any, *, truncated: bool) -> _Attempt:
         co = Coercion(truncated=truncated)
+        if self.surrogates:
+            value = _map_strings(value, lambda text: _fix_surrogates(co, text))
         data = coerce_reply(co, value)
         if data is None:
             return self._fail(_Attempt(None, co.flags, co.errors, 0))
@@ -219,6 +226,23 @@ def _loads(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+def _fix_surrogates(co: Coercion, text: str) -> str:
+    fixed = fix_surrogates(text)
+    if fixed.count("\ufffd") > text.count("\ufffd"):
+        co.flag("lone_surrogate")  # half a character escaped alone: shown as U+FFFD
+    return fixed
+
+
+def _map_strings(value: Any, fn: Any) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(v, fn) for v in value]
+    return value
 
 
 def _dedupe(items: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ every httpx failure or error status into the one exception hierarchy in `errors`
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -44,7 +45,23 @@ class HTTPTransport:
         self.timeout_s = settings.timeout_s
         self._headers = {"user-agent": USER_AGENT, "accept": "application/json", **headers}
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout_s))
+        self._shared_client = client
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        # An httpx client's connection pool belongs to the event loop that first used it. The
+        # app makes one provider per process, but CLIs and tests may drive it from several
+        # `asyncio.run` loops in turn, so each loop gets its own client.
+        if self._shared_client is not None:
+            return self._shared_client
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            for old in [old for old in self._clients if old.is_closed()]:
+                del self._clients[old]
+            client = self._clients[loop] = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s))
+        return client
 
     def _url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -117,7 +134,9 @@ class HTTPTransport:
 
     async def aclose(self) -> None:
         if self._owns_client:
-            await self._client.aclose()
+            client = self._clients.pop(asyncio.get_running_loop(), None)
+            if client is not None:
+                await client.aclose()
 
 
 def loads_event(event: SSEEvent) -> dict[str, Any]:
