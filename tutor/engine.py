@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from tutor import progress as progress_mod
 from tutor import prompts
@@ -264,7 +264,7 @@ class Engine:
         detected: frozenset[str],
     ) -> TurnResult:
         # Callers hold self._lock(conversation_id).
-        conv, before, history, turn_index = await asyncio.to_thread(
+        conv, before, history, turn_index, tokens_used = await asyncio.to_thread(
             self._turn_inputs, conversation_id, module, pending
         )
         # Count the learner's evidence, but leave milestones for the reply to celebrate.
@@ -286,7 +286,7 @@ class Engine:
             strategy=self.settings.strategy,  # type: ignore[arg-type]
             context=context,
         )
-        result = await self._call_policy(request, module, interim)
+        result = await self._call_policy(request, module, interim, tokens_used)
         claimed = _claimed_topics(result.parsed)
         update = progress_mod.reconcile(module, before, detected, claimed)
         if update.ignored_claims:
@@ -304,13 +304,17 @@ class Engine:
         )
 
     async def _call_policy(
-        self, request: CompletionRequest, module: Module, state: ProgressState
+        self, request: CompletionRequest, module: Module, state: ProgressState, tokens_used: int
     ) -> PolicyResult:
         nxt = _next_topic(module, state)
         suggestion = f"Tell me about {nxt.title}" if nxt is not None else None
         try:
             return await run_turn(
-                self.provider, request, self.settings, fallback_suggestion=suggestion
+                self.provider,
+                request,
+                self.settings,
+                fallback_suggestion=suggestion,
+                conversation_tokens_used=tokens_used,
             )
         except Exception as exc:  # the learner must never be stuck on our bug
             log.exception("turn policy failed")
@@ -376,7 +380,7 @@ class Engine:
 
     def _turn_inputs(
         self, conversation_id: int, module: Module, pending: PendingTurn | None
-    ) -> tuple[Conversation, ProgressState, list[ChatMessage], int]:
+    ) -> tuple[Conversation, ProgressState, list[ChatMessage], int, int]:
         with self.store.session() as s:
             conv = s.get(Conversation, conversation_id)
             assert conv is not None
@@ -384,6 +388,10 @@ class Engine:
             rows = s.exec(
                 select(Message).where(Message.conversation_id == conversation_id).order_by("seq")
             ).all()
+            tokens_used = s.exec(
+                select(func.coalesce(func.sum(AuditEvent.tokens_in + AuditEvent.tokens_out), 0))
+                .where(AuditEvent.conversation_id == conversation_id)
+            ).one()
         upto = pending.learner.seq if pending else None
         history: list[ChatMessage] = []
         turns = 0
@@ -395,7 +403,7 @@ class Engine:
                 history.append(ChatMessage("user", row.text))
             elif row.raw:
                 history.append(ChatMessage("assistant", row.raw))
-        return conv, before, history, turns + (1 if pending else 0)
+        return conv, before, history, turns + (1 if pending else 0), int(tokens_used or 0)
 
     def _store_reply(
         self,

@@ -11,7 +11,7 @@ from tests.fakes import wire
 from tests.fakes.servers import Scripted, settings_for
 from tutor.contract import parse
 from tutor.llm import ChatMessage, Completion, CompletionRequest, make_provider, run_turn
-from tutor.llm.policy import APOLOGY_TEXT
+from tutor.llm.policy import APOLOGY_TEXT, looks_like_refusal
 
 HISTORY = [
     ChatMessage("system", "You are a tutor for 'Understanding anxiety'. Reply with one JSON object."),
@@ -269,3 +269,21 @@ def test_audit_records_are_plain_json(openai_server):
     rows = [r.to_json_dict() for r in result.attempts]
     assert json.loads(json.dumps(rows)) == rows
     assert [r["attempt"] for r in rows] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal"),
+    [
+        ("I'm sorry, but I can't help with that.", True),
+        ("Sorry, I can\u2019t do that", True),
+        ("I cannot assist with this request.", True),
+        ("I'm unable to comply.", True),
+        ("Unfortunately, I am not able to do that.", True),
+        ("As an AI, I have no feelings.", True),
+        ("Sorry to hear that! Anxiety is common.", False),
+        ("I can help with that: anxiety is the body's alarm.", False),
+        ("I think anxiety is normal.", False),
+    ],
+)
+def test_refusal_prose(text, refusal):
+    assert looks_like_refusal(text) is refusal

@@ -51,6 +51,9 @@ def coerce_reply(co: Coercion, value: Any) -> dict | None:
         if forms:
             content["forms"] = forms
         return {"content": content, "meta": coerce_meta(co, value.get("meta"), default_type="assessment")}
+    if _looks_like_block(value):
+        co.flag("bare_blocks")  # one text block on its own
+        value = {"content": {"text_blocks": [value]}, "meta": value.get("meta")}
     if "content" not in value and "text_blocks" in value:
         co.flag("flattened_content")
         value = {"content": {k: value[k] for k in ("text_blocks", "forms", "media", "next_step") if k in value},
@@ -68,6 +71,14 @@ def _looks_like_reply(value: Any) -> bool:
     if isinstance(value, dict):
         return "content" in value or "text_blocks" in value or is_legacy_form(value)
     return isinstance(value, list) and _looks_like_blocks(value)
+
+
+def _looks_like_block(value: dict) -> bool:
+    return (
+        isinstance(value.get("type"), str)
+        and isinstance(value.get("content"), str)
+        and "text_blocks" not in value
+    )
 
 
 def _looks_like_blocks(value: list) -> bool:

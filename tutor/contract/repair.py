@@ -15,7 +15,7 @@ from typing import Any
 
 import json_repair
 
-__all__ = ["Repaired", "lex_flags", "repair_region"]
+__all__ = ["Repaired", "escape_inner_quotes", "lex_flags", "repair_region"]
 
 # Terminated double-quoted strings. Replacing each by "" leaves a skeleton in which the
 # structure and every repair that lives outside strings can be found with plain searches.
@@ -107,6 +107,35 @@ def _literal_backslashes(token: str) -> str:
     return _ESCAPE.sub(fix, token)
 
 
+# A string in which a quote ends the string only if what follows can follow a JSON
+# string: a delimiter (: } ] or , before another value), a next key, or the end.
+_STRING_INNER_QUOTES = re.compile(
+    r"""
+    "((?:[^"\\]|\\.|"(?!\s*(?:[:}\]]|,\s*(?:["{\[\]}\d-]|true\b|false\b|null\b)|"\s*:|\Z)))*)"
+    """,
+    re.S | re.X,
+)
+_BODY_TOKENS = re.compile(r'\\.|"|[^"\\]+', re.S)
+
+
+def escape_inner_quotes(text: str) -> str:
+    """Escape quotes that cannot be closing quotes (``"the "fight or flight" response"``).
+
+    json-repair guesses here too, but may silently drop the rest of the sentence
+    (``"He said "no, never" and left"`` -> ``"He said "``); deciding by what follows each
+    quote keeps the whole sentence.
+    """
+
+    def one(m: re.Match[str]) -> str:
+        body = m.group(1)
+        if '"' not in body:
+            return m.group()
+        fixed = "".join('\\"' if tok == '"' else tok for tok in _BODY_TOKENS.findall(body))
+        return f'"{fixed}"'
+
+    return _STRING_INNER_QUOTES.sub(one, text)
+
+
 _LENIENT = json.JSONDecoder(strict=False)
 
 
@@ -127,6 +156,12 @@ def repair_region(region: str) -> Repaired:
     """
     lexed = lex_flags(region)
     text = lexed.text
+    if "unescaped_quote" in lexed.flags:
+        # Stray quotes also fooled the first pass's view of the structure: look again.
+        text = escape_inner_quotes(text)
+        again = lex_flags(text)
+        flags = [f for f in lexed.flags if f != "truncated"] + (["truncated"] if again.truncated else [])
+        lexed = Lexed(text, flags, again.truncated, again.after)
     try:
         value, _end = _LENIENT.raw_decode(text)
     except (json.JSONDecodeError, RecursionError):

@@ -52,8 +52,8 @@ MAX_REASK_ERRORS = 8
 
 # Refusal prose opens with an apology or a "can't"; judged only on replies that failed to parse.
 _REFUSAL = re.compile(
-    r"^\W*(?:i'?m sorry|i am sorry|sorry|i apologi[sz]e|unfortunately)?[,.!]?\s*(?:but\s+)?"
-    r"(?:i\s+(?:can(?:no|')t|cannot|won'?t|will not|am (?:not able|unable)|'m (?:not able|unable))"
+    r"^\W*(?:(?:i'm|i am) sorry|sorry|i apologi[sz]e|unfortunately)?[,.!]?\s*(?:but\s+)?"
+    r"(?:i\s*(?:can't|cannot|can not|won't|will not|'m\s+(?:not able|unable)|am\s+(?:not able|unable))"
     r"|as an ai)\b",
     re.IGNORECASE,
 )
@@ -102,7 +102,7 @@ def backoff_delay(settings: LLMSettings, retry_index: int, error: LLMError, rng=
 
 
 def looks_like_refusal(text: str) -> bool:
-    return bool(_REFUSAL.match(text.strip()[:200]))
+    return bool(_REFUSAL.match(text.strip()[:200].replace("\u2019", "'")))
 
 
 def apology_response(text: str = APOLOGY_TEXT, suggestion: str | None = None) -> TutorResponse:

@@ -1,0 +1,208 @@
+"""One turn end to end: real SQLite database with migrations, the built-in tutor, and a
+loopback OpenAI-compatible server standing in for a misbehaving model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from tests.fakes.servers import FakeLLMServer, settings_for
+from tests.fakes.wire import error, openai_reply, tutor_reply
+from tutor.engine import Engine, InputError
+from tutor.llm.base import LearnerInput
+from tutor.llm.config import LLMSettings
+from tutor.llm.factory import make_provider
+from tutor.modules import ModuleNotServable, load_library
+from tutor.store import AuditEvent, Conversation, Message, ProgressRecord, Store
+
+MODULE = "understanding_anxiety"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
+    s.migrate()
+    yield s
+    s.dispose()
+
+
+@pytest.fixture
+def engine(store: Store) -> Engine:
+    settings = LLMSettings()
+    return Engine(store, make_provider(settings), load_library(), settings)
+
+
+def model_engine(store: Store, server: FakeLLMServer, **overrides) -> Engine:
+    settings = settings_for(server, **overrides)
+    return Engine(store, make_provider(settings), load_library(), settings)
+
+
+def rows(store: Store, conversation_id: int) -> list[Message]:
+    with store.session() as s:
+        return list(
+            s.exec(select(Message).where(Message.conversation_id == conversation_id).order_by("seq"))
+        )
+
+
+def test_opening_turn_is_stored_with_raw_text_outcome_and_server_progress(engine, store):
+    view = run(engine.open("ann", MODULE))
+    [opening] = rows(store, view.id)
+    assert opening.role == "tutor" and opening.outcome == "valid"
+    assert json.loads(opening.raw)["content"]["text_blocks"]  # the raw text is the model's JSON
+    shown = opening.parsed
+    assert shown["meta"]["progress"]["remaining_topics"] == 25 - len(view.progress.covered)
+    assert shown["meta"]["progress"]["percentage"] == view.progress.percentage
+    assert view.progress.module_state["total_sections"] == 6
+
+
+def test_reopening_resumes_and_start_over_archives_and_resets(engine, store):
+    first = run(engine.open("ann", MODULE))
+    run(engine.send(first.id, LearnerInput(text="What is the fight or flight response?")))
+    again = run(engine.open("ann", MODULE))
+    assert again.id == first.id and len(again.messages) == 3
+    fresh = run(engine.open("ann", MODULE, new=True))
+    assert fresh.id != first.id and len(fresh.messages) == 1
+    assert len(fresh.progress.covered) <= 1  # only what the new opening turn taught
+    with store.session() as s:
+        assert s.get(Conversation, first.id).status == "archived"
+
+
+def test_refused_text_stores_nothing(engine, store):
+    view = run(engine.open("ann", MODULE))
+    for text in ["", "   \n ", "x" * 4001]:
+        with pytest.raises(InputError) as err:
+            run(engine.send(view.id, LearnerInput(text=text)))
+        assert err.value.message
+    assert len(rows(store, view.id)) == 1
+
+
+def test_unknown_module_is_refused_with_a_message(engine):
+    with pytest.raises(ModuleNotServable):
+        run(engine.open("ann", "no_such_module"))
+
+
+def _walk_to_a_form(engine: Engine, conversation_id: int) -> tuple[Message, dict]:
+    for _ in range(30):
+        last = engine.history(conversation_id)[-1]
+        forms = (last.response or {}).get("content", {}).get("forms") or []
+        if forms:
+            return last, forms[0]
+        run(engine.send(conversation_id, LearnerInput(text="Continue")))
+    raise AssertionError("the sample module offers no form in its first 30 turns")
+
+
+def _answers_for(form: dict) -> dict:
+    answers = {}
+    for field in form["fields"]:
+        if field["type"] in ("radio", "select"):
+            answers[field["id"]] = field["options"][0]["value"]
+        elif field["type"] == "checkbox":
+            answers[field["id"]] = [field["options"][0]["value"]]
+        elif field["type"] == "number":
+            answers[field["id"]] = field.get("min", 0) or 0
+        else:
+            answers[field["id"]] = "Mostly before meetings"
+    return answers
+
+
+def test_form_answers_are_checked_stored_as_summary_and_close_the_form(engine, store):
+    view = run(engine.open("ann", MODULE))
+    offered, form = _walk_to_a_form(engine, view.id)
+    count = len(rows(store, view.id))
+
+    with pytest.raises(InputError):  # unknown field
+        run(engine.send(view.id, LearnerInput(form_id=form["id"], answers={"evil": "x"})))
+    choice = next((f for f in form["fields"] if f.get("options")), None)
+    if choice is not None:
+        with pytest.raises(InputError):  # value outside the options
+            run(engine.send(view.id, LearnerInput(form_id=form["id"], answers={choice["id"]: "nope"})))
+    with pytest.raises(InputError):  # a form nobody offered
+        run(engine.send(view.id, LearnerInput(form_id="made_up", answers={})))
+    assert len(rows(store, view.id)) == count  # nothing invalid stored
+
+    result = run(engine.send(view.id, LearnerInput(form_id=form["id"], answers=_answers_for(form))))
+    learner = result.learner
+    assert learner.form_id == form["id"] and learner.answers
+    assert learner.text.startswith("My answers to")
+    states = {m.id: m.form_states for m in engine.history(view.id)}
+    assert states[offered.id][form["id"]]["status"] == "submitted"
+    with pytest.raises(InputError):  # answered forms can't be submitted twice
+        run(engine.send(view.id, LearnerInput(form_id=form["id"], answers=_answers_for(form))))
+
+
+def test_typing_instead_of_answering_marks_the_open_form_skipped(engine):
+    view = run(engine.open("ann", MODULE))
+    offered, form = _walk_to_a_form(engine, view.id)
+    run(engine.send(view.id, LearnerInput(text="I'd rather just talk, thanks")))
+    states = {m.id: m.form_states for m in engine.history(view.id)}
+    assert states[offered.id][form["id"]]["status"] == "skipped"
+
+
+def test_learner_message_is_stored_before_the_model_is_asked(store):
+    with FakeLLMServer("openai") as server:
+        eng = model_engine(store, server)
+        conv = run(eng.open("bo", MODULE, defer_opening=True))
+        server.script(*[error(503)] * 10)
+        pending = run(eng.accept(conv.id, LearnerInput(text="Why does my heart race?")))
+        assert [m.role for m in rows(store, conv.id)] == ["learner"]  # stored, no reply yet
+        result = run(eng.respond(pending))
+    stored = rows(store, conv.id)
+    assert [m.role for m in stored] == ["learner", "tutor"]
+    assert stored[0].text == "Why does my heart race?"
+    assert any("review" in f or "apology" in f for f in stored[1].flags)
+    assert result.reply.response is not None  # a calm apology the learner can move on from
+    with store.session() as s:
+        audits = list(s.exec(select(AuditEvent).where(AuditEvent.conversation_id == conv.id)))
+    assert audits and all(a.error_class for a in audits)
+
+
+def test_invalid_reply_is_kept_raw_and_flagged(store):
+    prose = "Sure! Anxiety is a normal response. I'll skip the JSON this time."
+    with FakeLLMServer("openai") as server:
+        server.script(openai_reply(prose), openai_reply(prose))
+        eng = model_engine(store, server)
+        conv = run(eng.open("cy", MODULE))
+    [reply] = rows(store, conv.id)
+    assert reply.outcome == "invalid" and reply.parsed is None
+    assert reply.raw == prose
+    assert "invalid_json" in reply.flags and any("review" in f for f in reply.flags)
+
+
+def test_model_progress_claims_are_checked_against_canonical_ids(store):
+    claim = tutor_reply(
+        "Let's talk about fear.",
+        progress={"percentage": 90, "covered_topics": ["anxiety_vs_fear", "Everything", "Panic"],
+                  "milestone": "75%"},
+    )
+    with FakeLLMServer("openai") as server:
+        server.script(openai_reply(json.dumps(claim)))
+        eng = model_engine(store, server)
+        conv = run(eng.open("di", MODULE))
+    [reply] = rows(store, conv.id)
+    progress = reply.parsed["meta"]["progress"]
+    assert progress["covered_topics"] == ["anxiety_vs_fear"]
+    assert progress["percentage"] == 4.0 and progress.get("milestone") is None
+    assert json.loads(reply.raw)["meta"]["progress"]["percentage"] == 90  # the claim stays raw
+    with store.session() as s:
+        record = s.exec(select(ProgressRecord)).one()
+    assert json.loads(record.covered_json) == ["anxiety_vs_fear"]
+
+
+def test_a_turn_cut_short_is_answered_after_a_restart(store, engine):
+    conv = run(engine.open("ed", MODULE))
+    run(engine.accept(conv.id, LearnerInput(text="Tell me about avoidance")))
+    # A new process (same database) finds the unanswered message and answers it.
+    settings = LLMSettings()
+    restarted = Engine(store, make_provider(settings), load_library(), settings)
+    result = run(restarted.respond_pending(conv.id))
+    assert result is not None and result.reply.role == "tutor"
+    assert run(restarted.respond_pending(conv.id)) is None  # nothing left to answer

@@ -1,0 +1,61 @@
+"""Schema changes go through migrations, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+
+import sqlalchemy
+from sqlmodel import select
+
+from tutor.settings import database_url
+from tutor.store import Conversation, Learner, Message, Store
+
+TABLES = {"learner", "conversation", "message", "progressrecord", "auditevent", "alembic_version"}
+PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+
+
+def _roundtrip(store: Store) -> None:
+    store.migrate()
+    store.migrate()  # idempotent
+    assert TABLES <= set(sqlalchemy.inspect(store.engine).get_table_names())
+    with store.session() as s:
+        learner = Learner(key="k-" + uuid.uuid4().hex)
+        s.add(learner)
+        s.commit()
+        conv = Conversation(learner_id=learner.id, module_id="m")
+        s.add(conv)
+        s.commit()
+        s.add(Message(conversation_id=conv.id, seq=0, role="tutor", raw="{}", outcome="invalid",
+                      flags_json='["invalid_json"]'))
+        s.commit()
+        row = s.exec(select(Message).where(Message.conversation_id == conv.id)).one()
+        assert row.flags == ["invalid_json"] and row.parsed is None and row.raw == "{}"
+
+
+def test_sqlite_migrations(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    _roundtrip(store)
+    store.dispose()
+
+
+def test_postgresql_migrations():
+    name = "tutor_test_" + uuid.uuid4().hex[:8]
+    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    try:
+        store = Store(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
+        _roundtrip(store)
+        store.dispose()
+    finally:
+        with admin.connect() as c:
+            c.execute(sqlalchemy.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_database_url_defaults_to_a_sqlite_file_in_the_data_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv("TUTOR_DATABASE_URL", raising=False)
+    monkeypatch.setattr("tutor.settings.DATA_DIR", tmp_path / "data")
+    assert database_url() == f"sqlite:///{tmp_path / 'data' / 'tutor.db'}"
+    monkeypatch.setenv("TUTOR_DATABASE_URL", "postgresql://x@h/db")
+    assert database_url() == "postgresql://x@h/db"
