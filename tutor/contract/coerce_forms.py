@@ -155,7 +155,7 @@ def _field(co: Coercion, item: Any, where: str) -> dict | None:
     if options:
         out["options"] = options
     if ftype in CHOICE_FIELD_TYPES and not options:
-        co.flag("dropped_field", f"{where}.options: a {ftype} field needs options")
+        co.flag("dropped_field", f"{where}.options: {ftype} field {field_id!r} needs options")
         return None
     try:
         FormField.model_validate(out)

@@ -162,9 +162,9 @@ def structural_depths(text: str, positions: list[int]) -> list[int]:
     return out
 
 
-def outside_text_flags(text: str, start: int, end: int) -> list[str]:
+def outside_text_flags(before: str, after: str) -> list[str]:
     """Flags for what surrounds the chosen value: fence markers and/or prose."""
-    outside = text[:start] + "\n" + text[end:]
+    outside = before + "\n" + after
     flags: list[str] = []
     if "```" in outside:
         flags.append("fence")

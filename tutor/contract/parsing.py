@@ -127,7 +127,7 @@ class _Ladder:
                 best = (attempt, found)
         if best is not None:
             attempt, found = best
-            around = outside_text_flags(text, found.start, found.end)
+            around = outside_text_flags(text[: found.start], text[found.end :])
             extra = ["multiple_values"] if len(top) > 1 else []
             return self._accepted(attempt, [*base, *around, *extra])
         # 3. syntax repair of the broken region that the decoder read furthest into.
@@ -168,7 +168,7 @@ class _Ladder:
                 best = attempt
         if best is None:
             return None
-        around = outside_text_flags(text[:start] + "\n" + repaired.after, start, start)
+        around = outside_text_flags(text[:start], repaired.after)
         extra = ["multiple_values"] if len(candidates) > 1 else []
         return self._accepted(best, [*base, *around, *repaired.flags, *extra])
 

@@ -151,8 +151,8 @@ def build_reask(request: CompletionRequest, failed: _Try | Completion, settings:
         lines += ["", f"Your previous reply{cut}:", "<<<", quoted, ">>>"]
     lines += [
         "",
-        "Answer the learner's last message again. Reply with exactly ONE JSON object that follows "
-        "the response format in the system message: no text before or after it, no code fences.",
+        "Write your reply again as exactly ONE JSON object that follows the response format in "
+        "the system message: no text before or after it, no code fences.",
     ]
     messages = shorten_history(request.messages) + [ChatMessage("user", "\n".join(lines))]
     return replace(request, messages=messages, temperature=0.0)
