@@ -163,6 +163,9 @@ def test_learner_message_is_stored_before_the_model_is_asked(store):
     with store.session() as s:
         audits = list(s.exec(select(AuditEvent).where(AuditEvent.conversation_id == conv.id)))
     assert audits and all(a.error_class for a in audits)
+    details = [json.loads(a.detail_json) for a in audits]
+    assert all(d.get("http_status") == 503 for d in details)
+    assert {d.get("kind") for d in details} >= {"first", "retry"}
 
 
 def test_invalid_reply_is_kept_raw_and_flagged(store):

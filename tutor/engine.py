@@ -289,6 +289,8 @@ class Engine:
         result = await self._call_policy(request, module, interim, tokens_used)
         claimed = _claimed_topics(result.parsed)
         update = progress_mod.reconcile(module, before, detected, claimed)
+        if result.operator_message:
+            log.warning("model backend: %s", result.operator_message)
         if update.ignored_claims:
             log.info("ignored non-canonical topic claims: %s", update.ignored_claims)
         shown = _with_server_meta(result.parsed.response, module, update)
@@ -335,7 +337,7 @@ class Engine:
                 }
             )
             flags = ["engine_error", "needs_review"]
-            parsed = ParsedReply("repaired", apology, flags, [type(exc).__name__], "")
+            parsed = ParsedReply("invalid", apology, flags, [type(exc).__name__], "")
             return PolicyResult(parsed, [], flags, None)
 
     def _find_or_create(self, learner_key: str, module_id: str, new: bool) -> tuple[int, bool]:
@@ -401,6 +403,9 @@ class Engine:
             if row.role == "learner":
                 turns += 1
                 history.append(ChatMessage("user", row.text))
+            elif row.outcome == "invalid" and row.parsed_json:
+                # A fail-closed apology: the model should see what the learner saw.
+                history.append(ChatMessage("assistant", row.parsed_json))
             elif row.raw:
                 history.append(ChatMessage("assistant", row.raw))
         return conv, before, history, turns + (1 if pending else 0), int(tokens_used or 0)
@@ -444,6 +449,7 @@ class Engine:
                         outcome=attempt.outcome,
                         flags_json=json.dumps(list(attempt.flags)),
                         error_class=attempt.error_class,
+                        detail_json=json.dumps(_attempt_detail(attempt), ensure_ascii=False),
                     )
                 )
             record = _progress_row(s, conv.learner_id, module.id)
@@ -478,6 +484,18 @@ class Engine:
 
 
 # ------------------------------------------------------------------------ helpers
+
+
+_AUDIT_COLUMNS = {
+    "attempt", "provider", "model", "strategy", "latency_ms", "tokens_in", "tokens_out",
+    "outcome", "flags", "error_class",
+}
+
+
+def _attempt_detail(attempt: Any) -> dict[str, Any]:
+    """What an attempt record knows beyond the audit table's own columns."""
+    data = attempt.to_json_dict() if hasattr(attempt, "to_json_dict") else {}
+    return {k: v for k, v in data.items() if k not in _AUDIT_COLUMNS}
 
 
 def _pending_from_row(row: Message) -> PendingTurn:

@@ -106,6 +106,9 @@ class AuditEvent(SQLModel, table=True):
     outcome: str = Field(max_length=16)
     flags_json: str = "[]"
     error_class: str | None = Field(default=None, max_length=64)
+    # The rest of the attempt: kind (first/retry/reask), temperature, finish_reason,
+    # http_status, the error message.
+    detail_json: str = "{}"
     created_at: datetime = Field(default_factory=utcnow)
 
 

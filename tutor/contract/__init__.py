@@ -19,7 +19,7 @@ from tutor.contract.models import (
     TextBlock,
     TutorResponse,
 )
-from tutor.contract.parsing import Outcome, ParsedReply, parse
+from tutor.contract.parsing import Outcome, ParsedReply, has_content, parse
 from tutor.contract.safety import is_safe_link, is_safe_media_src
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "Progress",
     "TextBlock",
     "TutorResponse",
+    "has_content",
     "is_safe_link",
     "is_safe_media_src",
     "parse",

@@ -14,7 +14,13 @@ from pydantic import ValidationError
 
 from tutor.contract.coerce_forms import coerce_forms, is_legacy_form, legacy_form
 from tutor.contract.coerce_meta import coerce_meta
-from tutor.contract.coerce_util import Coercion, as_number, decode_json_string, format_validation_error
+from tutor.contract.coerce_util import (
+    Coercion,
+    as_bool,
+    as_number,
+    decode_json_string,
+    format_validation_error,
+)
 from tutor.contract.models import BLOCK_TYPES, Media, NextStep
 from tutor.contract.safety import is_safe_media_src
 
@@ -276,8 +282,10 @@ def _next_step(co: Coercion, value: Any) -> dict | None:
         co.flag("dropped_suggestion")
     elif "suggestions" in value:
         out["suggestions"] = None
-    if isinstance(value.get("can_skip"), bool) or value.get("can_skip", 0) is None:
-        out["can_skip"] = value["can_skip"]
+    if "can_skip" in value:
+        can_skip = as_bool(co, value["can_skip"])
+        if can_skip is not None or value["can_skip"] is None:
+            out["can_skip"] = can_skip
     try:
         NextStep.model_validate(out)
     except ValidationError as exc:  # pragma: no cover - every field is checked above

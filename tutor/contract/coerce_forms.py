@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tutor.contract.coerce_util import Coercion, as_number, format_validation_error
+from tutor.contract.coerce_util import Coercion, as_bool, as_number, format_validation_error
 from tutor.contract.models import CHOICE_FIELD_TYPES, FIELD_TYPES, Form, FormField
 
 __all__ = ["coerce_forms", "is_legacy_form", "legacy_form"]
@@ -78,8 +78,9 @@ def _form(co: Coercion, item: Any, where: str, *, legacy: bool, index: int) -> d
     for key in _TEXT_KEYS:
         if isinstance(item.get(key), str):
             out[key] = item[key]
-    if isinstance(item.get("optional"), bool):
-        out["optional"] = item["optional"]
+    optional = as_bool(co, item.get("optional"))
+    if optional is not None:
+        out["optional"] = optional
     raw_fields = co.decode(item.get("fields"))
     if not isinstance(raw_fields, list):
         co.flag("dropped_form", f"{where}.fields: a form needs a list of fields")
@@ -131,10 +132,10 @@ def _field(co: Coercion, item: Any, where: str) -> dict | None:
         co.flag("dropped_field", f"{where}.label: a field needs a label")
         return None
     out: dict[str, Any] = {"id": field_id, "type": ftype, "label": label}
-    required = item.get("required")
-    if isinstance(required, bool):
+    required = as_bool(co, item.get("required"))
+    if required is not None:
         out["required"] = required
-    elif required is not None:
+    elif item.get("required") is not None:
         co.flag("dropped_field_attribute", f"{where}.required: not a boolean")
     for key in _FIELD_TEXT_KEYS:
         if isinstance(item.get(key), str):

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["Coercion", "as_number", "decode_json_string", "format_validation_error"]
+__all__ = ["Coercion", "as_bool", "as_number", "decode_json_string", "format_validation_error"]
 
 
 class Coercion:
@@ -67,6 +67,16 @@ def as_number(value: Any) -> float | int | None:
         if not math.isfinite(number):
             return None
         return int(number) if number.is_integer() and "." not in text else number
+    return None
+
+
+def as_bool(co: Coercion, value: Any) -> bool | None:
+    """A boolean, or "true"/"false" written as a string (flag bool_string); else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        co.flag("bool_string")
+        return value.strip().lower() == "true"
     return None
 
 

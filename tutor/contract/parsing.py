@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from tutor.contract.coerce import Coercion, coerce_reply
 from tutor.contract.coerce_util import format_validation_error
 from tutor.contract.extract import (
+    Scan,
     clean,
     outside_text_flags,
     scan_values,
@@ -32,12 +33,15 @@ from tutor.contract.honesty import Haystack, dishonest_strings, fix_surrogates
 from tutor.contract.models import TutorResponse
 from tutor.contract.repair import repair_region
 
-__all__ = ["Outcome", "ParsedReply", "parse"]
+__all__ = ["Outcome", "ParsedReply", "has_content", "parse"]
 
 Outcome = Literal["valid", "repaired", "invalid"]
 
 _MAX_REPAIRS = 2  # json-repair runs at most this many times per reply
 _MAX_ERRORS = 12
+# A decode that failed this far (characters) into a value was a JSON object, not a brace
+# in prose ("{curly braces}" fails at once).
+_SERIOUS_FAILURE = 24
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -62,7 +66,9 @@ def parse(raw: str, *, finish_reason: str | None = None) -> ParsedReply:
     """Turn one raw model reply into a ParsedReply. Never raises on any string input."""
     cut_by_provider = finish_reason == "length"
     try:
-        response = TutorResponse.model_validate_json(raw)
+        # strict: "2" is not a heading level and "true" is not a boolean; such replies are
+        # coerced (and flagged) further down instead of silently passing as untouched.
+        response = TutorResponse.model_validate_json(raw, strict=True)
     except ValidationError:
         pass
     else:
@@ -125,16 +131,23 @@ class _Ladder:
             attempt = self._try(found.value, truncated=self.cut_by_provider)
             if attempt.response is not None and (best is None or attempt.weight >= best[0].weight):
                 best = (attempt, found)
-        if best is not None:
-            attempt, found = best
-            around = outside_text_flags(text[: found.start], text[found.end :])
-            extra = ["multiple_values"] if len(top) > 1 else []
-            return self._accepted(attempt, [*base, *around, *extra])
         # 3. syntax repair of the broken region that the decoder read furthest into.
         regions = sorted(
             ((start, err) for start, err in scan.failures if depth_of.get(start, 0) == 0),
             key=lambda se: (-(se[1] - se[0]), se[0]),
         )
+        if best is not None:
+            attempt, found = best
+            if regions and regions[0][1] - regions[0][0] >= _SERIOUS_FAILURE:
+                # A broken reply next to a whole one (an example echoed, then the real
+                # reply with a syntax slip): the one with more to show wins.
+                repaired = self._repair(text, regions[0][0], base)
+                if repaired is not None and repaired.weight > attempt.weight:
+                    return repaired
+            around = outside_text_flags(text[: found.start], text[found.end :])
+            objects = [v for v in top if isinstance(v.value, dict)]
+            extra = ["multiple_values"] if len(objects) > 1 else []
+            return self._accepted(attempt, [*base, *around, *extra])
         for start, _err in regions[:_MAX_REPAIRS]:
             attempt = self._repair(text, start, base)
             if attempt is not None:
@@ -180,7 +193,7 @@ class _Ladder:
         if data is None:
             return self._fail(_Attempt(None, co.flags, co.errors, 0))
         try:
-            response = TutorResponse.model_validate(data)
+            response = TutorResponse.model_validate(data, strict=True)
         except ValidationError as exc:
             return self._fail(_Attempt(None, co.flags, co.errors + format_validation_error(exc), 1))
         if not has_content(response):
@@ -201,7 +214,7 @@ class _Ladder:
         return attempt
 
     @staticmethod
-    def _depths(text: str, scan: Any) -> dict[int, int]:
+    def _depths(text: str, scan: Scan) -> dict[int, int]:
         if not scan.failures:
             return {}  # every decoded value was read from depth 0
         starts = sorted({v.start for v in scan.values} | {s for s, _ in scan.failures})
