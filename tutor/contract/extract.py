@@ -33,6 +33,10 @@ _OPEN_FENCE = re.compile(r"\A```[ \t]*[A-Za-z0-9_+.-]*[ \t]*\r?\n?")
 _FENCE_MARK = re.compile(r"```[A-Za-z0-9_+.-]*")
 _VALUE_START = re.compile(r"[{\[]")
 _DECODER = json.JSONDecoder()
+# Strict JSON after '{' is '"' or '}'; after '[' a value or ']'.
+_PLAUSIBLE = re.compile(r'\{\s*["}]|\[\s*[\]\[{"\-0-9tfn]')
+# Each failed decode costs a line count from the start of the text (in JSONDecodeError).
+_MAX_DECODE_FAILURES = 512
 
 
 @dataclass
@@ -46,7 +50,10 @@ def clean(raw: str) -> Cleaned:
     flags: list[str] = []
     text = raw
     if "<" in text:
-        stripped = _THINK_PAIR.sub("", text)
+        # Many unclosed openings would make the pair search quadratic; the cut at the
+        # last closing tag below handles reasoning-first replies on its own.
+        few = len(_THINK_OPEN.findall(text)) <= 16
+        stripped = _THINK_PAIR.sub("", text) if few and _THINK_CLOSE.search(text) else text
         closes = list(_THINK_CLOSE.finditer(stripped))
         if closes:
             stripped = stripped[closes[-1].end():]
@@ -105,6 +112,7 @@ def scan_values(text: str, *, budget_factor: int = 4) -> Scan:
     failures: list[tuple[int, int]] = []
     budget = budget_factor * len(text) + 8192
     spent = 0
+    decode_failures = 0
     pos = 0
     search = _VALUE_START.search
     while True:
@@ -112,11 +120,18 @@ def scan_values(text: str, *, budget_factor: int = 4) -> Scan:
         if m is None:
             return Scan(values, failures)
         start = m.start()
+        if not _PLAUSIBLE.match(text, start):
+            # Cannot be strict JSON ("{curly braces}", "{'a': 1}"): fails at once, and the
+            # decoder's error (which counts lines from the start of the text) is skipped.
+            failures.append((start, start + 1))
+            pos = start + 1
+            continue
         try:
             value, end = _DECODER.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             failures.append((start, exc.pos))
             spent += exc.pos - start + 1
+            decode_failures += 1
             pos = start + 1
         except RecursionError:
             failures.append((start, start + 1))
@@ -126,7 +141,7 @@ def scan_values(text: str, *, budget_factor: int = 4) -> Scan:
             values.append(Found(start, end, value))
             spent += end - start
             pos = end
-        if spent > budget:
+        if spent > budget or decode_failures > _MAX_DECODE_FAILURES:
             return Scan(values, failures, exhausted=True)
 
 

@@ -124,7 +124,9 @@ class _Ladder:
                 return self._recover(again.text, [*base, "double_encoded", *again.flags], allow_string=False)
         scan = scan_values(text)
         depth_of = self._depths(text, scan)
-        top = [v for v in scan.values if depth_of.get(v.start, 0) == 0]
+        # Empty values ({} or []) cannot hold a reply; prose can contain thousands.
+        values = [v for v in scan.values if v.value]
+        top = [v for v in values if depth_of.get(v.start, 0) == 0]
         # 2. lossless: a whole top-level value, exactly as written.
         best: tuple[_Attempt, Any] | None = None
         for found in top:
@@ -153,7 +155,7 @@ class _Ladder:
             if attempt is not None:
                 return attempt
         # Last resort: a whole value nested inside a structure too broken to repair.
-        nested = [v for v in scan.values if depth_of.get(v.start, 0) > 0]
+        nested = [v for v in values if depth_of.get(v.start, 0) > 0]
         best = None
         for found in nested:
             attempt = self._try(found.value, truncated=self.cut_by_provider)
@@ -161,8 +163,9 @@ class _Ladder:
                 best = (attempt, found)
         if best is not None:
             return self._accepted(best[0], [*base, "fragment", "prose_around"])
-        if not scan.values and not scan.failures:
-            self.failed.append(_Attempt(None, [], ["(root): no JSON object found in the reply"], 0))
+        if not values and not scan.failures:
+            problem = "an empty JSON object or array" if scan.values else "no JSON object found in the reply"
+            self.failed.append(_Attempt(None, [], [f"(root): {problem}"], 0))
         return None
 
     def _repair(self, text: str, start: int, base: list[str]) -> _Attempt | None:

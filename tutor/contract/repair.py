@@ -15,7 +15,7 @@ from typing import Any
 
 import json_repair
 
-__all__ = ["Repaired", "escape_inner_quotes", "lex_flags", "repair_region"]
+__all__ = ["MAX_DEPTH", "Repaired", "escape_inner_quotes", "lex_flags", "repair_region"]
 
 # Terminated double-quoted strings. Replacing each by "" leaves a skeleton in which the
 # structure and every repair that lives outside strings can be found with plain searches.
@@ -34,6 +34,10 @@ _BRACKETS = re.compile(r"[{}\[\]]")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.|\Z)", re.S)
 _INVALID_ESCAPE = re.compile(r'\\(?:[^"\\/bfnrtu]|u(?![0-9a-fA-F]{4}))')
 _CONTROL_CHARS = "\n\r\t"
+# A reply nests about ten levels deep (content > forms > fields > options). json-repair
+# is quadratic or worse on deeply nested garbage ('{' * 20_000 takes seconds), so a
+# region nested deeper than this is not handed to it.
+MAX_DEPTH = 64
 
 
 @dataclass
@@ -42,6 +46,7 @@ class Lexed:
     flags: list[str] = field(default_factory=list)
     truncated: bool = False
     after: str = ""  # what follows the region's first complete structure (strings as "")
+    depth: int = 0  # deepest bracket nesting seen (counting stops past MAX_DEPTH)
 
 
 def lex_flags(region: str) -> Lexed:
@@ -61,17 +66,19 @@ def lex_flags(region: str) -> Lexed:
     for name, pattern in _SKELETON_FLAGS:
         if pattern.search(skeleton):
             flags.append(name)
-    depth = 0
+    depth = deepest = 0
     end = None
     for m in _BRACKETS.finditer(skeleton):
         depth += 1 if m.group() in "{[" else -1
-        if depth <= 0:
+        deepest = max(deepest, depth)
+        if depth <= 0 and end is None:
             end = m.end()
+        if deepest > MAX_DEPTH:
             break
     truncated = end is None or bool(_UNTERMINATED.search(skeleton))
     if truncated:
         flags.append("truncated")
-    return Lexed(region, flags, truncated, skeleton[end:] if end is not None else "")
+    return Lexed(region, flags, truncated, skeleton[end:] if end is not None else "", deepest)
 
 
 def _fix_string(m: re.Match[str]) -> str:
@@ -161,13 +168,15 @@ def repair_region(region: str) -> Repaired:
         text = escape_inner_quotes(text)
         again = lex_flags(text)
         flags = [f for f in lexed.flags if f != "truncated"] + (["truncated"] if again.truncated else [])
-        lexed = Lexed(text, flags, again.truncated, again.after)
+        lexed = Lexed(text, flags, again.truncated, again.after, max(lexed.depth, again.depth))
     try:
         value, _end = _LENIENT.raw_decode(text)
     except (json.JSONDecodeError, RecursionError):
         pass
     else:
         return Repaired(value, lexed.flags, lexed.truncated, lexed.after, used_library=False)
+    if lexed.depth > MAX_DEPTH:
+        return Repaired(None, [*lexed.flags, "too_deep"], lexed.truncated, lexed.after, used_library=False)
     try:
         # The leading space is deliberate: json-repair 0.6x runs a per-character Python
         # pre-scan over the whole input when it starts with a bracket at index 0 (twice
