@@ -7,10 +7,14 @@ growth comes from the conversation's length alone. Then, in chromium:
 
 - plays N turns (type, Enter, wait for the reply) and counts the websocket bytes the
   browser receives for each turn (Playwright `page.on("websocket")` frames);
+- times each turn from Enter to the reply on screen;
 - reloads the page after turn 1 and after turn N and times it until every message shows.
 
-Prints per-turn bytes at turn 1 and turn N, the worst turn, and the ratios N vs 1 (the
-machines are shared and noisy: ratios against the same run's baseline are what count).
+Prints per-turn bytes at turn 1 and turn N, the worst turn (after 128 turns without a
+reload the page re-syncs once from the database), and the ratios N vs 1 (the machines are
+shared and noisy: ratios against the same run's baseline are what count). Run it while no
+other copy of the app is being built from this directory: a build bakes its port into the
+shared frontend.
 """
 
 from __future__ import annotations
@@ -127,10 +131,13 @@ def run(turns: int) -> dict:
                 wait_idle(page, 1)
                 counter.take()
                 per_turn: list[int] = []
+                latency: list[float] = []
                 load_1 = 0.0
                 started = time.perf_counter()
                 for turn in range(1, turns + 1):
+                    sent = time.perf_counter()
                     play_turn(page, f"Question number {turn}: how does this work?", turn + 1)
+                    latency.append(time.perf_counter() - sent)
                     time.sleep(0.05)  # let trailing deltas (focus, thinking off) arrive
                     per_turn.append(counter.take())
                     if turn == 1:
@@ -142,6 +149,9 @@ def run(turns: int) -> dict:
                 load_n = timed_reload(page, 2 * turns + 1)
                 reload_bytes = counter.take()
                 browser.close()
+        except Exception:
+            print(f"the benchmark failed; the app's log ends with:\n{app.log_tail()}", file=sys.stderr)
+            raise
         finally:
             app.stop()
     first, last = per_turn[0], per_turn[-1]
@@ -159,6 +169,8 @@ def run(turns: int) -> dict:
         "load_ratio": load_n / load_1,
         "reload_bytes_turn_n": reload_bytes,
         "play_s": play_s,
+        "turn_ms_median_first10": statistics.median(latency[:10]) * 1000,
+        "turn_ms_median_last10": statistics.median(latency[-10:]) * 1000,
     }
 
 
@@ -179,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"page load until all messages show: after turn 1 {r['load_s_turn_1'] * 1000:.0f} ms, "
           f"after turn {n} {r['load_s_turn_n'] * 1000:.0f} ms ({2 * n + 1} messages, "
           f"{r['reload_bytes_turn_n'] / 1024:.0f} KiB over the socket)  -> ratio {r['load_ratio']:.2f}x")
+    print(f"send -> reply shown: median {r['turn_ms_median_first10']:.0f} ms over turns 1-10, "
+          f"{r['turn_ms_median_last10']:.0f} ms over the last 10 -> ratio "
+          f"{r['turn_ms_median_last10'] / r['turn_ms_median_first10']:.2f}x")
     print(f"{n} turns played in {r['play_s']:.1f} s ({r['play_s'] / n * 1000:.0f} ms per turn)")
     return 0
 

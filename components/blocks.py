@@ -3,35 +3,36 @@ server-side markdown renderer (raw HTML off), never from the model directly."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import reflex as rx
 
 from tutor.display import BlockItem
 
 _CALLOUT_LABEL = {"info": "Info", "warning": "Warning", "success": "Well done", "tip": "Tip"}
 _CALLOUT_ICON = {"info": "info", "warning": "triangle-alert", "success": "circle-check", "tip": "lightbulb"}
+_HEADINGS = {1: rx.el.h1, 2: rx.el.h2, 3: rx.el.h3, 4: rx.el.h4, 5: rx.el.h5, 6: rx.el.h6}
+
+
+def rendered(tag: Callable[..., rx.Component], html: rx.Var[str], **props) -> rx.Component:
+    """An element whose inside is HTML made by tutor.markdown (escaped, safe links only).
+    Only that renderer's output may come here: it is the one place markup is made."""
+    return tag(custom_attrs={"dangerouslySetInnerHTML": {"__html": html}}, **props)
 
 
 def _heading(block: rx.Var[BlockItem]) -> rx.Component:
-    content = rx.html(block.html, class_name="md-inline")
-    return rx.match(
-        block.level,
-        (1, rx.el.h1(content, class_name="block block-heading")),
-        (2, rx.el.h2(content, class_name="block block-heading")),
-        (3, rx.el.h3(content, class_name="block block-heading")),
-        (4, rx.el.h4(content, class_name="block block-heading")),
-        (5, rx.el.h5(content, class_name="block block-heading")),
-        rx.el.h6(content, class_name="block block-heading"),
-    )
+    levels = [(n, rendered(tag, block.html, class_name=f"block block-heading block-h{n}")) for n, tag in _HEADINGS.items()]
+    return rx.match(block.level, *levels[:-1], levels[-1][1])
 
 
 def _callout(kind: str, block: rx.Var[BlockItem]) -> rx.Component:
     return rx.el.div(
-        rx.el.div(
+        rx.el.p(
             rx.icon(_CALLOUT_ICON[kind], size=16, aria_hidden="true"),
             rx.el.span(_CALLOUT_LABEL[kind]),
             class_name="callout-label",
         ),
-        rx.html(block.html, class_name="md"),
+        rendered(rx.el.div, block.html, class_name="md"),
         class_name=f"block block-callout block-{kind}",
         role="note",
         aria_label=_CALLOUT_LABEL[kind],
@@ -42,11 +43,11 @@ def text_block(block: rx.Var[BlockItem]) -> rx.Component:
     return rx.match(
         block.type,
         ("heading", _heading(block)),
-        ("quote", rx.el.blockquote(rx.html(block.html, class_name="md"), class_name="block block-quote")),
-        ("list", rx.html(block.html, class_name="block block-list md")),
+        ("quote", rendered(rx.el.blockquote, block.html, class_name="block block-quote md")),
+        ("list", rendered(rx.el.div, block.html, class_name="block block-list md")),
         ("info", _callout("info", block)),
         ("warning", _callout("warning", block)),
         ("success", _callout("success", block)),
         ("tip", _callout("tip", block)),
-        rx.html(block.html, class_name="block block-paragraph md"),
+        rendered(rx.el.div, block.html, class_name="block block-paragraph md"),
     )

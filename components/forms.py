@@ -1,37 +1,69 @@
 """Optional forms inside a tutor message. Browser checks (required, min/max, options) are
-declared on the fields; the server checks again and its message shows inline. An answered
-form turns read-only and shows the answers; a form the learner typed past shows as skipped."""
+declared on the fields and reported inline next to the field (see behaviour.py); the
+server checks again and its message shows inline too. An answered form turns read-only
+and shows the answers; a form the learner typed past (or skipped) shows as skipped.
+Nothing here ever disables the message box: a form is a suggestion, not a gate."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import reflex as rx
 
-from tutor.display import FieldItem, FormItem, OptionItem
+from tutor.display import FieldItem, FormItem, FormState, OptionItem
 from tutor.state import ChatState
 
 
-def _label(field: rx.Var[FieldItem]) -> rx.Component:
-    return rx.el.span(
-        field.label,
-        rx.cond(field.required, rx.el.span(" *", class_name="req", title="required")),
-        class_name="field-label",
+@dataclass
+class FormContext:
+    """What a message passes down to its forms (props of the memoised message)."""
+
+    overlay: rx.Var[dict[str, FormState]]  # status changes since the message was sent
+    error_key: rx.Var[str]  # the form the server refused ("" unless this is the latest message)
+    error_field: rx.Var[str]
+    error: rx.Var[str]
+
+
+def _label_text(field: rx.Var[FieldItem], *, group: bool = False) -> rx.Component:
+    """The label with a visible * when required. A single control says "required" to
+    screen readers itself (its required attribute); a group of choices needs the words."""
+    words = rx.el.span(" (required)", class_name="sr-only") if group else rx.fragment()
+    mark = rx.cond(field.required, rx.fragment(rx.el.span(" *", class_name="req", aria_hidden="true"), words))
+    return rx.el.span(field.label, mark, class_name="field-label")
+
+
+def _notes(field: rx.Var[FieldItem], form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
+    """Help, the allowed range, and the two places a problem is reported: the browser's
+    check (filled in by behaviour.py) and the server's."""
+    server_error = (ctx.error_key == form.key) & (ctx.error_field == field.id)
+    return rx.fragment(
+        rx.cond(
+            (field.help_text != "") | (field.range_hint != ""),
+            rx.el.p(
+                field.help_text,
+                rx.cond((field.help_text != "") & (field.range_hint != ""), " ", ""),
+                field.range_hint,
+                id=field.dom_id + "-help",
+                class_name="help",
+            ),
+        ),
+        # Not live: the focus moves to the first problem, whose description includes this.
+        rx.el.p(id=field.dom_id + "-check", class_name="field-check"),
+        rx.el.p(
+            rx.cond(server_error, ctx.error, ""),
+            id=field.dom_id + "-error",
+            class_name=rx.cond(server_error, "field-error", "field-error empty"),
+            role=rx.cond(server_error, "alert", "none"),
+        ),
     )
 
 
-def _help(field: rx.Var[FieldItem]) -> rx.Component:
-    return rx.cond(
-        field.help_text != "",
-        rx.el.p(field.help_text, id=field.dom_id + "-help", class_name="help"),
-    )
-
-
-def _choice(field: rx.Var[FieldItem], kind: str) -> rx.Component:
+def _choices(field: rx.Var[FieldItem], form: rx.Var[FormItem], ctx: FormContext, kind: str) -> rx.Component:
     def option(o: rx.Var[OptionItem]) -> rx.Component:
-        name = field.id if kind == "radio" else field.id + "::" + o.value
         return rx.el.label(
             rx.el.input(
                 type=kind,
-                name=name,
+                name=field.id,
                 value=o.value,
                 id=o.dom_id,
                 required=field.required if kind == "radio" else False,
@@ -42,83 +74,83 @@ def _choice(field: rx.Var[FieldItem], kind: str) -> rx.Component:
         )
 
     return rx.el.fieldset(
-        rx.el.legend(_label(field)),
+        rx.el.legend(_label_text(field, group=True)),
         rx.foreach(field.options, option),
-        _help(field),
+        _notes(field, form, ctx),
         class_name="field field-" + kind,
-        aria_describedby=rx.cond(field.help_text != "", field.dom_id + "-help", ""),
+        id=field.dom_id,
+        aria_describedby=field.described_by,
+        # A required checkbox group needs one tick; the browser has no attribute for it.
+        data_required_group=rx.cond(field.required & (kind == "checkbox"), "true", "false"),
     )
 
 
-def _single(field: rx.Var[FieldItem], control: rx.Component) -> rx.Component:
+def _single(field: rx.Var[FieldItem], form: rx.Var[FormItem], ctx: FormContext, control: rx.Component) -> rx.Component:
     return rx.el.div(
-        rx.el.label(_label(field), html_for=field.dom_id),
+        rx.el.label(_label_text(field), html_for=field.dom_id),
         control,
-        _help(field),
+        _notes(field, form, ctx),
         class_name="field field-" + field.type,
     )
 
 
-def field_view(field: rx.Var[FieldItem]) -> rx.Component:
-    described = rx.cond(field.help_text != "", field.dom_id + "-help", "")
-    return rx.match(
-        field.type,
-        ("radio", _choice(field, "radio")),
-        ("checkbox", _choice(field, "checkbox")),
-        (
-            "select",
-            _single(
-                field,
-                rx.el.select(
-                    rx.el.option("Choose…", value=""),
+def _field(form: rx.Var[FormItem], ctx: FormContext):
+    def view(field: rx.Var[FieldItem]) -> rx.Component:
+        invalid = rx.cond((ctx.error_key == form.key) & (ctx.error_field == field.id), "true", "false")
+        common = dict(
+            name=field.id, id=field.dom_id, required=field.required,
+            aria_describedby=field.described_by, aria_invalid=invalid,
+        )
+        return rx.match(
+            field.type,
+            ("radio", _choices(field, form, ctx, "radio")),
+            ("checkbox", _choices(field, form, ctx, "checkbox")),
+            (
+                "select",
+                _single(field, form, ctx, rx.el.select(
+                    rx.el.option(rx.cond(field.placeholder != "", field.placeholder, "Choose…"), value=""),
                     rx.foreach(field.options, lambda o: rx.el.option(o.label, value=o.value)),
-                    name=field.id, id=field.dom_id, required=field.required,
-                    aria_describedby=described,
-                ),
+                    **common,
+                )),
             ),
-        ),
-        (
-            "textarea",
-            _single(
-                field,
-                rx.el.textarea(
-                    name=field.id, id=field.dom_id, placeholder=field.placeholder,
-                    required=field.required, rows=3, max_length=2000, aria_describedby=described,
-                ),
+            (
+                "textarea",
+                _single(field, form, ctx, rx.el.textarea(
+                    placeholder=field.placeholder, rows=3, max_length=2000, **common,
+                )),
             ),
-        ),
-        (
-            "number",
-            _single(
-                field,
-                rx.el.input(
-                    type="number", name=field.id, id=field.dom_id, placeholder=field.placeholder,
-                    required=field.required, min=field.min, max=field.max, step="any",
-                    aria_describedby=described, input_mode="decimal",
-                ),
+            (
+                "number",
+                _single(field, form, ctx, rx.el.input(
+                    type="number", placeholder=field.placeholder, min=field.min, max=field.max,
+                    step="any", input_mode="decimal", **common,
+                )),
             ),
-        ),
-        _single(
-            field,
-            rx.el.input(
-                type="text", name=field.id, id=field.dom_id, placeholder=field.placeholder,
-                required=field.required, max_length=2000, aria_describedby=described,
-            ),
-        ),
-    )
+            _single(field, form, ctx, rx.el.input(
+                type="text", placeholder=field.placeholder, max_length=2000, **common,
+            )),
+        )
+
+    return view
 
 
-def _open_form(form: rx.Var[FormItem]) -> rx.Component:
-    error = ChatState.form_error[form.key]
+def _open_form(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
+    form_error = (ctx.error_key == form.key) & (ctx.error_field == "")
     return rx.el.form(
         rx.el.input(type="hidden", name="__form", value=form.key),
-        rx.foreach(form.fields, field_view),
         rx.cond(
-            error,
-            rx.el.p(error, class_name="form-error", role="alert", id="err-" + form.key),
+            form.has_required,
+            rx.el.p(rx.el.span("*", aria_hidden="true"), " marks a required answer.", class_name="form-note"),
+        ),
+        rx.foreach(form.fields, _field(form, ctx)),
+        rx.el.p(
+            rx.cond(form_error, ctx.error, ""),
+            class_name=rx.cond(form_error, "form-error", "form-error empty"),
+            role=rx.cond(form_error, "alert", "none"),
+            id=form.dom_key + "-error",
         ),
         rx.el.div(
-            rx.el.button(form.submit_label, type="submit", class_name="btn btn-primary"),
+            rx.el.button(form.submit_label, type="submit", class_name="btn btn-primary", id=form.dom_key + "-submit"),
             rx.cond(
                 form.optional,
                 rx.el.button(
@@ -126,7 +158,8 @@ def _open_form(form: rx.Var[FormItem]) -> rx.Component:
                     type="button",
                     class_name="btn btn-quiet",
                     on_click=ChatState.skip_form(form.key),
-                    aria_label="Skip this form",
+                    aria_label=rx.cond(form.title != "", "Skip " + form.title, "Skip this form"),
+                    id=form.dom_key + "-skip",
                 ),
             ),
             class_name="form-actions",
@@ -134,33 +167,42 @@ def _open_form(form: rx.Var[FormItem]) -> rx.Component:
         on_submit=ChatState.submit_form,
         reset_on_submit=False,
         class_name="form-body",
-        aria_label=rx.cond(form.title != "", form.title, "Form"),
+        aria_labelledby=rx.cond(form.title != "", form.dom_key + "-title", ""),
+        aria_label=rx.cond(form.title != "", "", "Form"),
     )
 
 
-def form_view(form: rx.Var[FormItem]) -> rx.Component:
-    status = ChatState.form_status[form.key]
+def _answered(answers: rx.Var[list[str]]) -> rx.Component:
+    return rx.el.div(
+        rx.el.p(rx.icon("check", size=14, aria_hidden="true"), " Your answers", class_name="form-state"),
+        rx.el.ul(rx.foreach(answers, lambda line: rx.el.li(line))),
+        class_name="form-answered",
+    )
+
+
+def form_view(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
+    changed = ctx.overlay.contains(form.key)
+    status = rx.cond(changed, ctx.overlay[form.key].status, form.status)
+    answers = rx.cond(changed, ctx.overlay[form.key].answers, form.answers)
     return rx.el.section(
-        rx.cond(form.title != "", rx.el.h3(form.title, class_name="form-title")),
+        rx.cond(form.title != "", rx.el.h3(form.title, class_name="form-title", id=form.dom_key + "-title")),
         rx.cond(form.description != "", rx.el.p(form.description, class_name="form-description")),
         rx.match(
             status,
-            (
-                "submitted",
-                rx.el.div(
-                    rx.el.p(rx.icon("check", size=14, aria_hidden="true"), " Your answers", class_name="form-state"),
-                    rx.el.ul(rx.foreach(ChatState.form_answers[form.key], lambda line: rx.el.li(line))),
-                    class_name="form-answered",
+            ("submitted", _answered(answers)),
+            ("skipped", rx.el.p("Skipped — you can always tell me in your own words.", class_name="form-state form-skipped")),
+            rx.fragment(
+                _open_form(form, ctx),
+                rx.cond(
+                    form.optional,
+                    rx.el.p("Optional — you can always just type instead.", class_name="form-optional"),
                 ),
             ),
-            (
-                "skipped",
-                rx.el.p("Skipped — you carried on in your own words.", class_name="form-state form-skipped"),
-            ),
-            _open_form(form),
         ),
-        rx.cond(form.optional, rx.el.p("Optional — you can always just type instead.", class_name="form-optional")),
         class_name="tutor-form",
-        id="form-" + form.key,
+        id="form-" + form.dom_key,
+        data_form_key=form.key,
         data_status=status,
+        aria_label=rx.cond(form.title != "", "", "Form"),
+        aria_labelledby=rx.cond(form.title != "", form.dom_key + "-title", ""),
     )

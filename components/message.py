@@ -1,88 +1,125 @@
 """One chat message: the learner's words, or a tutor reply (blocks, media, forms, next
-step), or an unreadable reply shown as plain markdown with a small notice."""
+step), or an unreadable reply shown as plain markdown with a small notice.
+
+`message_view` is memoised and reads nothing from the state directly: everything comes in
+as props, so a new turn re-renders the new message only, not the whole conversation."""
 
 from __future__ import annotations
 
 import reflex as rx
 
-from components.blocks import text_block
-from components.forms import form_view
+from components.blocks import rendered, text_block
+from components.forms import FormContext, form_view
 from components.media import media_item
-from tutor.display import MessageItem
+from tutor.display import FormState, MessageItem
 from tutor.state import ChatState
 
-
-def _emotion_icon(emotion: rx.Var[str]) -> rx.Component:
-    return rx.match(
-        emotion,
-        ("celebratory", rx.icon("party-popper", size=16, aria_hidden="true")),
-        ("encouraging", rx.icon("sparkles", size=16, aria_hidden="true")),
-        ("supportive", rx.icon("heart-handshake", size=16, aria_hidden="true")),
-        ("informative", rx.icon("lightbulb", size=16, aria_hidden="true")),
-        rx.icon("graduation-cap", size=16, aria_hidden="true"),
-    )
+_TONE_ICONS = {
+    "celebratory": "party-popper",
+    "encouraging": "sparkles",
+    "supportive": "heart-handshake",
+    "informative": "lightbulb",
+}
 
 
-def _next_step(msg: rx.Var[MessageItem]) -> rx.Component:
-    is_latest = msg.id == ChatState.latest_tutor_id
-    return rx.el.div(
-        rx.cond(msg.prompt != "", rx.html(msg.prompt, class_name="next-prompt md-inline")),
-        rx.cond(
-            msg.suggestions.length() > 0,
-            rx.el.div(
-                rx.foreach(
-                    msg.suggestions,
-                    lambda s: rx.el.button(
-                        s,
-                        type="button",
-                        class_name="chip",
-                        disabled=~is_latest,
-                        on_click=ChatState.send_suggestion(s),
+def _tone_icon(emotion: rx.Var[str]) -> rx.Component:
+    cases = [(tone, rx.icon(icon, size=16, aria_hidden="true")) for tone, icon in _TONE_ICONS.items()]
+    return rx.match(emotion, *cases, rx.icon("graduation-cap", size=16, aria_hidden="true"))
+
+
+def _next_step(msg: rx.Var[MessageItem], latest: rx.Var[bool]) -> rx.Component:
+    return rx.cond(
+        (msg.prompt != "") | (msg.suggestions.length() > 0),
+        rx.el.div(
+            rx.cond(msg.prompt != "", rendered(rx.el.p, msg.prompt, class_name="next-prompt")),
+            rx.cond(
+                msg.suggestions.length() > 0,
+                rx.el.div(
+                    rx.foreach(
+                        msg.suggestions,
+                        lambda s: rx.el.button(
+                            s,
+                            type="button",
+                            class_name="chip",
+                            disabled=~latest,
+                            on_click=ChatState.send_suggestion(s),
+                        ),
                     ),
+                    class_name="chips",
+                    role="group",
+                    aria_label=rx.cond(latest, "Suggested replies", "Earlier suggestions"),
                 ),
-                class_name="chips",
-                role="group",
-                aria_label="Suggested replies",
             ),
+            class_name="next-step",
         ),
-        class_name="next-step",
     )
 
 
-def _tutor(msg: rx.Var[MessageItem]) -> rx.Component:
+def _tutor(msg: rx.Var[MessageItem], latest: rx.Var[bool], ctx: FormContext) -> rx.Component:
     return rx.el.article(
         rx.el.div(
-            rx.el.span(_emotion_icon(msg.emotion), class_name="avatar"),
+            rx.el.span(_tone_icon(msg.emotion), class_name="avatar", title="Tone: " + msg.tone),
             rx.el.span("Tutor", class_name="who"),
+            rx.cond(
+                msg.milestone != "",
+                rx.el.span(
+                    rx.icon("party-popper", size=14, aria_hidden="true"),
+                    " Milestone: ", msg.milestone,
+                    class_name="badge milestone-badge",
+                ),
+            ),
             class_name="msg-head",
         ),
         rx.cond(
             msg.notice != "",
             rx.el.div(
                 rx.el.p(rx.icon("file-text", size=14, aria_hidden="true"), " ", msg.notice, class_name="fallback-notice"),
-                rx.html(msg.html, class_name="md fallback-body"),
+                rendered(rx.el.div, msg.html, class_name="md fallback-body"),
                 class_name="fallback",
             ),
             rx.el.div(rx.foreach(msg.blocks, text_block), class_name="blocks"),
         ),
         rx.foreach(msg.media, media_item),
-        rx.foreach(msg.forms, form_view),
-        _next_step(msg),
+        rx.foreach(msg.forms, lambda f: form_view(f, ctx)),
+        _next_step(msg, latest),
         class_name="msg msg-tutor emotion-" + msg.emotion,
         data_message_id=msg.id,
+        data_emotion=msg.emotion,
         aria_label="Tutor message",
     )
 
 
 def _learner(msg: rx.Var[MessageItem]) -> rx.Component:
     return rx.el.article(
-        rx.html(msg.html, class_name="md"),
+        rendered(rx.el.div, msg.html, class_name="md"),
         class_name=rx.cond(msg.is_form_answer, "msg msg-learner msg-form-answer", "msg msg-learner"),
         data_message_id=msg.id,
-        aria_label="Your message",
+        aria_label=rx.cond(msg.is_form_answer, "Your form answers", "Your message"),
     )
 
 
 @rx.memo
-def message_view(msg: rx.Var[MessageItem]) -> rx.Component:
-    return rx.cond(msg.role == "learner", _learner(msg), _tutor(msg))
+def message_view(
+    msg: rx.Var[MessageItem],
+    latest: rx.Var[bool],
+    forms: rx.Var[dict[str, FormState]],
+    error_key: rx.Var[str],
+    error_field: rx.Var[str],
+    error: rx.Var[str],
+) -> rx.Component:
+    ctx = FormContext(forms, error_key, error_field, error)
+    return rx.cond(msg.role == "learner", _learner(msg), _tutor(msg, latest, ctx))
+
+
+def message(msg: rx.Var[MessageItem], forms: rx.Var[dict[str, FormState]]) -> rx.Component:
+    """A message with the props that concern it: the form error only reaches the latest
+    tutor message, so a refused form re-renders that one message."""
+    latest = msg.id == ChatState.latest_tutor_id
+    return message_view(
+        msg=msg,
+        latest=latest,
+        forms=forms,
+        error_key=rx.cond(latest, ChatState.form_error_key, ""),
+        error_field=rx.cond(latest, ChatState.form_error_field, ""),
+        error=rx.cond(latest, ChatState.form_error, ""),
+    )

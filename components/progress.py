@@ -6,62 +6,81 @@ import reflex as rx
 
 from tutor.state import ChatState
 
+_P = ChatState.progress
+
 
 def progress_panel() -> rx.Component:
-    return rx.el.div(
+    return rx.el.section(
         rx.el.div(
             rx.el.div(
-                class_name="bar-fill",
-                style={"width": ChatState.percentage.to_string() + "%"},
+                rx.el.div(class_name="bar-fill", style={"width": _P.percent.to_string() + "%"}),
+                class_name="bar",
+                role="progressbar",
+                aria_valuemin=0,
+                aria_valuemax=100,
+                aria_valuenow=_P.percent,
+                aria_valuetext=_P.summary,
+                aria_label="Module progress",
+                id="progress-bar",
             ),
-            class_name="bar",
-            role="progressbar",
-            aria_valuemin=0,
-            aria_valuemax=100,
-            aria_valuenow=ChatState.percentage,
-            aria_label="Module progress",
-            id="progress-bar",
+            rx.el.strong(_P.percent.to_string() + "%", id="progress-percent", class_name="progress-percent"),
+            class_name="progress-row",
         ),
         rx.el.p(
-            rx.el.strong(ChatState.percentage.to_string() + "%", id="progress-percent"),
-            " · ",
-            rx.el.span(ChatState.covered_count.to_string() + " of " + ChatState.total_topics.to_string() + " topics", id="progress-count"),
+            rx.el.span(_P.covered.to_string() + " of " + _P.total.to_string() + " topics", id="progress-count"),
+            rx.el.span(" · ", aria_hidden="true"),
+            rx.el.span(_P.remaining.to_string() + " to go", id="progress-remaining"),
             rx.cond(
-                ChatState.total_sections > 0,
-                rx.el.span(
-                    " · sections ", ChatState.sections_completed.to_string(), "/", ChatState.total_sections.to_string(),
+                _P.total_sections > 0,
+                rx.fragment(
+                    rx.el.span(" · ", aria_hidden="true"),
+                    rx.el.span(
+                        "sections done: " + _P.sections_completed.to_string() + " of " + _P.total_sections.to_string(),
+                        id="progress-sections",
+                    ),
                 ),
             ),
             class_name="progress-text",
         ),
         rx.cond(
-            ChatState.section != "",
+            _P.section != "",
             rx.el.p(
-                rx.cond(ChatState.phase != "", rx.el.span(ChatState.phase, " › ")),
-                rx.el.span(ChatState.section),
+                rx.cond(_P.phase != "", rx.el.span(_P.phase, class_name="phase")),
+                rx.cond(_P.phase != "", rx.el.span(" › ", aria_hidden="true")),
+                rx.el.span(_P.section, class_name="section"),
                 class_name="module-state",
                 id="module-state",
+                aria_label=rx.cond(_P.phase != "", "Now: " + _P.phase + ", " + _P.section, "Now: " + _P.section),
             ),
         ),
         class_name="progress-panel",
+        aria_label="Your progress",
     )
 
 
 def milestone_banner() -> rx.Component:
-    return rx.cond(
-        ChatState.milestone != "",
-        rx.el.div(
-            rx.icon("party-popper", size=18, aria_hidden="true"),
-            rx.el.span("Milestone reached: ", rx.el.strong(ChatState.milestone), " of the module!"),
-            rx.el.button(
-                rx.icon("x", size=14, aria_hidden="true"),
-                type="button",
-                class_name="icon-btn",
-                aria_label="Dismiss milestone",
-                on_click=ChatState.dismiss_milestone,
+    """Shown once when a turn reaches a milestone; the motion stops for reduced-motion users."""
+    return rx.el.div(
+        rx.cond(
+            ChatState.milestone != "",
+            rx.el.div(
+                rx.el.span(rx.icon("party-popper", size=18, aria_hidden="true"), class_name="milestone-icon"),
+                rx.el.span(
+                    "Milestone reached: ", rx.el.strong(ChatState.milestone), " of the module. Well done!",
+                    class_name="milestone-text",
+                ),
+                rx.el.button(
+                    rx.icon("x", size=14, aria_hidden="true"),
+                    type="button",
+                    class_name="icon-btn",
+                    aria_label="Dismiss the milestone message",
+                    on_click=ChatState.dismiss_milestone,
+                    id="milestone-dismiss",
+                ),
+                class_name="milestone",
+                id="milestone",
             ),
-            class_name="milestone",
-            role="status",
-            id="milestone",
         ),
+        role="status",  # always in the page, so screen readers announce what appears in it
+        class_name="milestone-slot",
     )

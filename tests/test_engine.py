@@ -74,6 +74,9 @@ def test_reopening_resumes_and_start_over_archives_and_resets(engine, store):
     assert len(fresh.progress.covered) <= 1  # only what the new opening turn taught
     with store.session() as s:
         assert s.get(Conversation, first.id).status == "archived"
+    summaries = {c.id: c for c in engine.conversations("ann")}
+    assert summaries[first.id].turns == 1 and summaries[first.id].status == "archived"
+    assert summaries[fresh.id].turns == 0 and summaries[fresh.id].status == "active"
 
 
 def test_refused_text_stores_nothing(engine, store):
@@ -209,3 +212,43 @@ def test_a_turn_cut_short_is_answered_after_a_restart(store, engine):
     result = run(restarted.respond_pending(conv.id))
     assert result is not None and result.reply.role == "tutor"
     assert run(restarted.respond_pending(conv.id)) is None  # nothing left to answer
+
+
+def test_a_message_sent_while_the_tutor_answers_gets_its_own_reply(engine, store):
+    conv = run(engine.open("fay", MODULE))
+    first = run(engine.accept(conv.id, LearnerInput(text="What is the fight or flight response?")))
+    second = run(engine.accept(conv.id, LearnerInput(text="And what about avoidance?")))
+    run(engine.respond(first))  # stored after the second message
+    later = run(engine.respond_pending(conv.id))
+    assert later is not None and later.learner.seq == second.learner.seq
+    assert run(engine.respond_pending(conv.id)) is None
+    replies = [m for m in rows(store, conv.id) if m.role == "tutor"]
+    assert [r.reply_to_seq for r in replies] == [None, first.learner.seq, second.learner.seq]
+
+
+def test_migration_links_existing_replies_to_the_message_they_answer(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+
+    from tutor.store import ALEMBIC_INI, REPO_ROOT
+
+    store = Store(f"sqlite:///{tmp_path / 'old.db'}")
+    config = Config(str(ALEMBIC_INI))
+    config.set_main_option("script_location", str(REPO_ROOT / "alembic"))
+    config.attributes["configure_logger"] = False
+    with store.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "408c2b590cb3")  # the schema before reply_to_seq
+        connection.exec_driver_sql("INSERT INTO learner (id, key, created_at) VALUES (1, 'k', '2026-01-01')")
+        connection.exec_driver_sql(
+            "INSERT INTO conversation (id, learner_id, module_id, status, created_at, updated_at)"
+            " VALUES (1, 1, 'm', 'active', '2026-01-01', '2026-01-01')"
+        )
+        for seq, role in enumerate(["tutor", "learner", "tutor"]):
+            connection.exec_driver_sql(
+                "INSERT INTO message (conversation_id, seq, role, text, flags_json, form_states_json,"
+                f" created_at) VALUES (1, {seq}, '{role}', '', '[]', '{{}}', '2026-01-01')"
+            )
+    store.migrate()
+    assert [m.reply_to_seq for m in rows(store, 1)] == [None, None, 1]
+    store.dispose()

@@ -1,26 +1,35 @@
 """What the page shows for one message, as plain data: every model string already turned
-into safe HTML by the one markdown renderer. The web state holds these; components
-render them. No Reflex here, so it is tested like the rest of the core."""
+into safe HTML by the one markdown renderer, or kept as plain text that the page prints
+as text. The web state holds these; components render them. No Reflex here, so it is
+tested like the rest of the core."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
+from pydantic import ValidationError
+
 from tutor.contract import Form, TutorResponse, is_safe_media_src
-from tutor.forms import display_value
+from tutor.contract.extract import clean
+from tutor.forms import answer_lines
 from tutor.markdown import render, render_inline
-from tutor.views import MessageView
+from tutor.views import ConversationSummary, MessageView, ProgressView
 
 INVALID_NOTICE = "The tutor's reply couldn't be read as a structured lesson, so it is shown as plain text."
+MEDIA_UNAVAILABLE = "This media could not be shown."
+WITHHELD_MEDIA = "A media item was left out because its source is not allowed."
 
-_EMOTION_ICONS = {
-    "encouraging": "sparkles",
-    "celebratory": "party-popper",
-    "supportive": "heart-handshake",
-    "informative": "lightbulb",
-    "neutral": "message-circle",
+# Tone is shown quietly: an icon and an accent colour, named for those who hover or listen.
+TONES = {
+    "encouraging": "encouraging",
+    "celebratory": "celebrating",
+    "supportive": "supportive",
+    "informative": "informative",
+    "neutral": "neutral",
 }
 
 
@@ -41,7 +50,7 @@ class OptionItem:
 @dataclasses.dataclass
 class FieldItem:
     id: str
-    dom_id: str
+    dom_id: str  # unique on the page; "<dom_id>-help" / "-error" / "-check" name its notes
     type: str
     label: str
     required: bool = False
@@ -50,25 +59,43 @@ class FieldItem:
     help_text: str = ""
     min: str = ""
     max: str = ""
+    range_hint: str = ""  # "From 0 to 10." for numbers with bounds
+    described_by: str = ""  # the ids that describe the control (help, range, errors)
 
 
 @dataclasses.dataclass
 class FormItem:
-    key: str  # "<message id>-<form id>": unique on the page
+    key: str  # "<message id>-<form id>": names the form to the server
+    dom_key: str  # "m<message id>f<index>": safe in DOM ids whatever the form id is
     id: str
     title: str
     description: str
     fields: list[FieldItem]
     submit_label: str
     optional: bool
+    has_required: bool = False
+    # As stored when the message was loaded; a later change comes as a FormState overlay.
+    status: str = "open"  # open | submitted | skipped
+    answers: list[str] = dataclasses.field(default_factory=list)  # "Label: answer" lines
+
+
+@dataclasses.dataclass
+class FormState:
+    """A form's status after the message was sent to the page (answered, skipped)."""
+
+    status: str
+    answers: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class MediaItem:
     type: str
-    src: str
+    src: str  # "" when the source was refused: only the text fallback shows
     alt: str
     caption: str
+    fallback: str  # what shows instead when the source is refused or fails to load
+    label: str = ""  # the accessible name of a video or audio player
+    refused: bool = False
 
 
 @dataclasses.dataclass
@@ -83,7 +110,7 @@ class MessageItem:
     suggestions: list[str] = dataclasses.field(default_factory=list)
     notice: str = ""
     emotion: str = "neutral"
-    icon: str = "message-circle"
+    tone: str = "neutral"
     response_type: str = ""
     milestone: str = ""
     is_form_answer: bool = False
@@ -97,9 +124,10 @@ def message_item(view: MessageView) -> MessageItem:
             role="learner",
             html=render(view.text),
             is_form_answer=view.form_id is not None,
-            plain=view.text,
+            plain=_plain(view.text),
         )
-    if view.response is None:
+    response = _response(view.response)
+    if response is None:
         return MessageItem(
             id=view.id,
             role="tutor",
@@ -107,7 +135,6 @@ def message_item(view: MessageView) -> MessageItem:
             notice=INVALID_NOTICE,
             plain=_plain(view.raw or ""),
         )
-    response = TutorResponse.model_validate(view.response)
     content, meta = response.content, response.meta
     blocks = [
         BlockItem(
@@ -117,33 +144,87 @@ def message_item(view: MessageView) -> MessageItem:
         )
         for b in content.text_blocks
     ]
+    media = [media_item(m) for m in (view.response or {}).get("content", {}).get("media") or []]
+    if "unsafe_media" in view.flags:
+        media += withheld_media(view.raw or "")
+    forms = []
+    for index, form in enumerate(content.forms or []):
+        item = form_item(view.id, form, index)
+        state = view.form_states.get(form.id) or {}
+        item.status = str(state.get("status") or "open")
+        if item.status == "submitted":
+            item.answers = answer_lines(form, state.get("answers") or {})
+        forms.append(item)
     next_step = content.next_step
     emotion = meta.emotion or "neutral"
     return MessageItem(
         id=view.id,
         role="tutor",
         blocks=blocks,
-        forms=[form_item(view.id, f) for f in content.forms or []],
-        media=[
-            MediaItem(m.type, m.src, m.alt or "", m.caption or "")
-            for m in content.media or []
-            if is_safe_media_src(m.src)
-        ],
+        forms=forms,
+        media=media,
         prompt=render_inline(next_step.prompt) if next_step and next_step.prompt else "",
-        suggestions=[s for s in (next_step.suggestions or []) if s.strip()] if next_step else [],
+        suggestions=list(dict.fromkeys(s for s in (next_step.suggestions or []) if s.strip()))
+        if next_step
+        else [],
         emotion=emotion,
-        icon=_EMOTION_ICONS.get(emotion, "message-circle"),
+        tone=TONES.get(emotion, "neutral"),
         response_type=meta.response_type,
         milestone=(meta.progress.milestone or "") if meta.progress else "",
         plain=_plain(" ".join(b.content for b in content.text_blocks)),
     )
 
 
-def form_item(message_id: int, form: Form) -> FormItem:
+def _response(data: dict[str, Any] | None) -> TutorResponse | None:
+    """The stored reply; media are read one by one (media_item), so one refused source
+    cannot take the whole reply down."""
+    if data is None:
+        return None
+    content = {k: v for k, v in (data.get("content") or {}).items() if k != "media"}
+    try:
+        return TutorResponse.model_validate({**data, "content": content})
+    except ValidationError:
+        return None
+
+
+def media_item(data: Any) -> MediaItem:
+    """One media entry; a refused source keeps only its words (alt, caption)."""
+    data = data if isinstance(data, dict) else {}
+    kind = data.get("type") if data.get("type") in ("image", "video", "audio") else "image"
+    src = str(data.get("src") or "")
+    alt = str(data.get("alt") or "")
+    caption = str(data.get("caption") or "")
+    fallback = alt or MEDIA_UNAVAILABLE  # the caption, if any, shows below it anyway
+    label = alt or caption or kind.capitalize()
+    if not is_safe_media_src(src):
+        return MediaItem(kind, "", alt, caption, fallback, label, refused=True)
+    return MediaItem(kind, src, alt, caption, fallback, label)
+
+
+def withheld_media(raw: str) -> list[MediaItem]:
+    """Media the reply contract left out for an unsafe source (flag unsafe_media), shown as
+    their alt text and caption so the learner knows something was meant to be there. The
+    words come from the model's own raw text; the source is never used."""
+    try:
+        data = json.loads(clean(raw).text)
+        items = data["content"]["media"]
+    except (ValueError, KeyError, TypeError):
+        return [MediaItem("image", "", "", "", WITHHELD_MEDIA, "Image", refused=True)]
+    items = [items] if isinstance(items, dict) else items if isinstance(items, list) else []
+    out = [media_item(m) for m in items if isinstance(m, dict)]
+    return [m for m in out if m.refused] or [MediaItem("image", "", "", "", WITHHELD_MEDIA, "Image", refused=True)]
+
+
+def form_item(message_id: int, form: Form, index: int = 0) -> FormItem:
     key = f"{message_id}-{form.id}"
+    dom_key = f"m{message_id}f{index}"
     fields = []
-    for f in form.fields:
-        dom_id = f"f-{key}-{f.id}"
+    for i, f in enumerate(form.fields):
+        dom_id = f"{dom_key}-{i}"
+        hint = _range_hint(f.min, f.max) if f.type == "number" else ""
+        described = [f"{dom_id}-error", f"{dom_id}-check"]
+        if f.help_text or hint:
+            described.insert(0, f"{dom_id}-help")
         fields.append(
             FieldItem(
                 id=f.id,
@@ -152,61 +233,136 @@ def form_item(message_id: int, form: Form) -> FormItem:
                 label=f.label,
                 required=f.is_required,
                 options=[
-                    OptionItem(o.value, o.label, f"{dom_id}-{i}")
-                    for i, o in enumerate(f.options or [])
+                    OptionItem(o.value, o.label, f"{dom_id}-{j}")
+                    for j, o in enumerate(f.options or [])
                 ],
                 placeholder=f.placeholder or "",
                 help_text=f.help_text or "",
                 min="" if f.min is None else _num(f.min),
                 max="" if f.max is None else _num(f.max),
+                range_hint=hint,
+                described_by=" ".join(described),
             )
         )
     return FormItem(
         key=key,
+        dom_key=dom_key,
         id=form.id,
         title=form.title or "",
         description=form.description or "",
         fields=fields,
         submit_label=form.submit_label_or_default,
         optional=form.is_optional,
+        has_required=any(f.is_required for f in form.fields),
     )
 
 
-def answer_lines(view: MessageView, form_id: str) -> list[str]:
-    """'Label: answer' lines for a submitted form, shown read-only in place of the form."""
-    if view.response is None:
-        return []
-    state = view.form_states.get(form_id, {})
-    answers: dict[str, Any] = state.get("answers") or {}
-    response = TutorResponse.model_validate(view.response)
-    form = next((f for f in response.content.forms or [] if f.id == form_id), None)
-    if form is None:
-        return []
-    return [
-        f"{f.label.rstrip(':')}: {display_value(f, answers[f.id])}"
-        for f in form.fields
-        if f.id in answers
-    ]
+def find_form(view: MessageView, form_id: str) -> Form | None:
+    response = _response(view.response)
+    if response is None:
+        return None
+    return next((f for f in response.content.forms or [] if f.id == form_id), None)
 
 
-def form_values(form: FormItem, data: dict[str, Any]) -> dict[str, Any]:
-    """Browser form data -> answers by field id (checkbox options arrive one name each)."""
+def closed_forms(view: MessageView) -> dict[str, FormState]:
+    """The forms of a tutor message that are no longer open, by form key."""
+    out: dict[str, FormState] = {}
+    for form_id, state in view.form_states.items():
+        status = str(state.get("status") or "open")
+        if status == "open":
+            continue
+        form = find_form(view, form_id)
+        answers = answer_lines(form, state.get("answers") or {}) if form and status == "submitted" else []
+        out[f"{view.id}-{form_id}"] = FormState(status, answers)
+    return out
+
+
+def form_values(form: Form, items: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Browser form entries -> answers by field id. Checkboxes send one entry per ticked
+    option; anything the form did not offer is passed on for the server check to refuse."""
     values: dict[str, Any] = {}
-    for field in form.fields:
-        if field.type == "checkbox":
-            values[field.id] = [
-                o.value for o in field.options if _checked(data.get(f"{field.id}::{o.value}"))
-            ]
-        elif field.id in data:
-            values[field.id] = data[field.id]
-    unknown = [k for k in data if k.split("::", 1)[0] not in {f.id for f in form.fields}]
-    for key in unknown:  # a tampered submission: let the server check refuse it
-        values[key] = data[key]
+    checkbox = {f.id for f in form.fields if f.type == "checkbox"}
+    for name, value in items:
+        if name in checkbox:
+            values.setdefault(name, []).append(value)
+        else:
+            values[name] = value
     return values
 
 
-def _checked(value: Any) -> bool:
-    return value in (True, "on", "true", "1") or (isinstance(value, str) and value != "" and value != "false")
+@dataclasses.dataclass
+class ModuleCard:
+    """A module on the start page, with this learner's progress in it."""
+
+    id: str
+    title: str
+    description: str
+    topics: int
+    started: bool = False
+    percent: int = 0
+    covered: int = 0
+    activity: str = ""  # "3 messages sent" in the active conversation
+
+
+def module_card(
+    module_id: str, title: str, description: str, topics: int,
+    progress: ProgressView | None, conversation: ConversationSummary | None,
+) -> ModuleCard:
+    covered = len(progress.covered) if progress else 0
+    turns = conversation.turns if conversation else 0
+    return ModuleCard(
+        id=module_id,
+        title=title,
+        description=description,
+        topics=topics,
+        started=conversation is not None or covered > 0,
+        percent=progress_item(progress).percent if progress else 0,
+        covered=covered,
+        activity=f"{turns} message{'' if turns == 1 else 's'} sent" if turns else "",
+    )
+
+
+@dataclasses.dataclass
+class ProgressItem:
+    """The learner's place in the module, as the header shows it."""
+
+    percent: int = 0
+    covered: int = 0
+    total: int = 0
+    remaining: int = 0
+    phase: str = ""
+    section: str = ""
+    sections_completed: int = 0
+    total_sections: int = 0
+    summary: str = "0% of the module covered"  # for the progress bar's aria-valuetext
+
+
+def progress_item(progress: ProgressView) -> ProgressItem:
+    state = progress.module_state
+    # Floor, so the bar never shows 100% before the last topic is covered.
+    percent = int(progress.percentage) if progress.percentage < 100 else 100
+    covered = len(progress.covered)
+    return ProgressItem(
+        percent=percent,
+        covered=covered,
+        total=progress.total,
+        remaining=max(progress.total - covered, 0),
+        phase=str(state.get("current_phase") or ""),
+        section=str(state.get("current_section") or ""),
+        sections_completed=int(state.get("sections_completed") or 0),
+        total_sections=int(state.get("total_sections") or 0),
+        summary=f"{percent}% of the module covered: {covered} of {progress.total} topics",
+    )
+
+
+def _range_hint(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"A number from {_num(low)} to {_num(high)}."
+    if low is not None:
+        return f"A number of at least {_num(low)}."
+    if high is not None:
+        return f"A number of at most {_num(high)}."
+    return ""
 
 
 def _num(x: float) -> str:

@@ -91,22 +91,23 @@ class Engine:
                 .where(Conversation.learner_id == learner.id)
                 .order_by(col(Conversation.updated_at).desc())
             ).all()
-            out = []
-            for conv in rows:
-                turns = len(
-                    s.exec(
-                        select(Message.id).where(
-                            Message.conversation_id == conv.id, Message.role == "learner"
-                        )
-                    ).all()
-                )
-                out.append(
-                    ConversationSummary(
-                        conv.id or 0, conv.module_id, conv.status, turns,
-                        iso_utc(conv.updated_at),
+            turns = dict(
+                s.exec(
+                    select(Message.conversation_id, func.count())
+                    .where(
+                        col(Message.conversation_id).in_([c.id for c in rows]),
+                        Message.role == "learner",
                     )
+                    .group_by(Message.conversation_id)
+                ).all()
+            )
+            return [
+                ConversationSummary(
+                    conv.id or 0, conv.module_id, conv.status, turns.get(conv.id, 0),
+                    iso_utc(conv.updated_at),
                 )
-            return out
+                for conv in rows
+            ]
 
     def progress_for(self, learner_key: str, module_id: str) -> ProgressView | None:
         module = self.library.get(module_id)
@@ -173,17 +174,19 @@ class Engine:
         )
 
     def _pending(self, conversation_id: int) -> PendingTurn | None:
+        """The oldest learner message no reply answers yet (a learner may send again while
+        the tutor is still answering), or _OPENING for a conversation with no messages."""
         with self.store.session() as s:
-            last = s.exec(
-                select(Message)
-                .where(Message.conversation_id == conversation_id)
-                .order_by(col(Message.seq).desc())
-            ).first()
-        if last is None:
+            rows = s.exec(
+                select(Message).where(Message.conversation_id == conversation_id).order_by("seq")
+            ).all()
+        if not rows:
             return _OPENING
-        if last.role != "learner":
-            return None
-        return _pending_from_row(last)
+        answered = {r.reply_to_seq for r in rows if r.role == "tutor"}
+        for row in rows:
+            if row.role == "learner" and row.seq not in answered:
+                return _pending_from_row(row)
+        return None
 
     async def skip_form(self, conversation_id: int, form_id: str) -> bool:
         """The learner chose not to answer an open form (it stays on the page as skipped)."""
@@ -295,7 +298,8 @@ class Engine:
             log.info("ignored non-canonical topic claims: %s", update.ignored_claims)
         shown = _with_server_meta(result.parsed.response, module, update)
         reply = await asyncio.to_thread(
-            self._store_reply, conv, module, result, shown, update.state
+            self._store_reply, conv, module, result, shown, update.state,
+            pending.learner.seq if pending else None,
         )
         return TurnResult(
             learner=pending.learner if pending else None,
@@ -398,8 +402,12 @@ class Engine:
         history: list[ChatMessage] = []
         turns = 0
         for row in rows:
-            if upto is not None and row.seq >= upto:
-                break
+            # Everything said before this learner message, and replies to earlier ones
+            # that were stored after it; never this message or later learner messages.
+            if upto is not None and row.role == "learner" and row.seq >= upto:
+                continue
+            if upto is not None and row.role == "tutor" and (row.reply_to_seq or -1) >= upto:
+                continue
             if row.role == "learner":
                 turns += 1
                 history.append(ChatMessage("user", row.text))
@@ -417,6 +425,7 @@ class Engine:
         result: PolicyResult,
         shown: TutorResponse | None,
         state: ProgressState,
+        reply_to_seq: int | None,
     ) -> MessageView:
         parsed = result.parsed
         flags = list(dict.fromkeys([*parsed.flags, *result.flags]))
@@ -431,6 +440,7 @@ class Engine:
                 outcome=parsed.outcome,
                 flags_json=json.dumps(flags),
                 form_states_json=json.dumps({f.id: {"status": "open"} for f in forms}),
+                reply_to_seq=reply_to_seq,
             )
             s.add(row)
             s.flush()

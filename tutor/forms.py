@@ -100,11 +100,20 @@ def _clean_number(field: FormField, value: Any) -> float | int:
 def summarize_answers(form: Form, answers: dict[str, Any]) -> str:
     """A readable account of the answers, by label, as the learner's turn text."""
     lines = [f"My answers to “{form.title or form.id}”:"]
-    for field in form.fields:
-        if field.id not in answers:
-            continue
-        lines.append(f"- {field.label.rstrip(':')}: {display_value(field, answers[field.id])}")
+    lines += [f"- {line}" for line in answer_lines(form, answers)]
     return "\n".join(lines)
+
+
+def answer_lines(form: Form, answers: dict[str, Any]) -> list[str]:
+    """One 'Label: answer' line per answered field, in the form's order."""
+    lines = []
+    for field in form.fields:
+        if field.id in answers:
+            label = field.label.strip().rstrip(":")
+            # "How was it? Calm" reads better than "How was it?: Calm".
+            sep = " " if label.endswith(("?", "!", ".")) else ": "
+            lines.append(f"{label}{sep}{display_value(field, answers[field.id])}")
+    return lines
 
 
 def display_value(field: FormField, value: Any) -> str:

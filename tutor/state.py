@@ -1,22 +1,37 @@
 """Reflex state: turns UI events into engine calls. Thin on purpose.
 
-History lives in the database. The page gets it once (`history`) when it loads; each new
-message then goes into a small "live" bucket, so a new turn sends the browser only that
-bucket — not the whole conversation (reflex#4156: a changed list var is re-sent whole).
+History lives in the database. The page gets it once (`history`) when it loads. After
+that every turn gets its own small "live" bucket (the learner's message and the reply to
+it), and the forms a turn closes are noted in that bucket's own small dict, so a new turn
+sends the browser only what is new — never the whole conversation (reflex#4156: a changed
+list or dict var is re-sent whole). After LIVE_BUCKETS turns without a reload, the page
+re-syncs once from the database.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import json
 import logging
 import uuid
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import reflex as rx
+from reflex_base.utils.form import FormData
 
 from tutor.contract import Form
-from tutor.display import FormItem, MessageItem, answer_lines, form_item, form_values, message_item
+from tutor.display import (
+    FormState,
+    MessageItem,
+    ModuleCard,
+    ProgressItem,
+    answer_lines,
+    closed_forms,
+    form_values,
+    message_item,
+    module_card,
+    progress_item,
+)
 from tutor.engine import InputError
 from tutor.llm.base import LearnerInput
 from tutor.modules import ModuleNotServable
@@ -25,19 +40,8 @@ from tutor.views import MessageView, ProgressView, TurnResult
 
 log = logging.getLogger(__name__)
 
-LIVE_BUCKETS = 64  # messages since page load: LIVE_BUCKETS * BUCKET_SIZE before a re-sync
-BUCKET_SIZE = 4
-
-
-@dataclasses.dataclass
-class ModuleCard:
-    id: str
-    title: str
-    description: str
-    topics: int
-    percentage: float
-    covered: int
-    started: bool
+LIVE_BUCKETS = 128  # turns since the page loaded before one re-sync from the database
+HISTORY = -1  # "bucket" index of the history loaded with the page
 
 
 class TutorState(rx.State):
@@ -54,36 +58,49 @@ class TutorState(rx.State):
 class HomeState(TutorState):
     modules: list[ModuleCard] = []
     problems: list[str] = []
+    confirm_restart: str = ""  # the module whose "start over" waits for a confirmation
 
     @rx.event
     def load(self) -> None:
         key = self.ensure_learner()
         engine = get_engine()
-        cards = []
-        for module in engine.library.modules.values():
-            progress = engine.progress_for(key, module.id)
-            cards.append(
-                ModuleCard(
-                    id=module.id,
-                    title=module.title,
-                    description=module.description,
-                    topics=len(module.topic_ids),
-                    percentage=progress.percentage if progress else 0.0,
-                    covered=len(progress.covered) if progress else 0,
-                    started=bool(progress and progress.covered),
-                )
+        active = {c.module_id: c for c in engine.conversations(key) if c.status == "active"}
+        self.modules = [
+            module_card(
+                module.id, module.title, module.description, len(module.topic_ids),
+                engine.progress_for(key, module.id), active.get(module.id),
             )
-        self.modules = cards
+            for module in engine.library.modules.values()
+        ]
         self.problems = [p for ps in engine.library.problems.values() for p in ps]
+        self.confirm_restart = ""
+
+    @rx.event
+    def ask_restart(self, module_id: str) -> None:
+        self.confirm_restart = module_id
+
+    @rx.event
+    def cancel_restart(self):
+        module_id, self.confirm_restart = self.confirm_restart, ""
+        # Back to the button that asked; it is rendered again by this change, hence the wait.
+        target = json.dumps(f"restart-{module_id}")
+        return rx.call_script(f"setTimeout(() => document.getElementById({target})?.focus(), 0)")
 
     @rx.event
     async def start_over(self, module_id: str):
         key = self.ensure_learner()
-        await get_engine().open(key, module_id, new=True, defer_opening=True)
+        self.confirm_restart = ""
+        try:
+            await get_engine().open(key, module_id, new=True, defer_opening=True)
+        except ModuleNotServable:
+            return HomeState.load  # the module went away meanwhile: show what there is
         return rx.redirect(f"/learn?module={module_id}")
 
 
-_live_annotations = {f"live_{i}": list[MessageItem] for i in range(LIVE_BUCKETS)}
+_bucket_annotations: dict[str, Any] = {}
+for _i in range(LIVE_BUCKETS):
+    _bucket_annotations[f"live_{_i}"] = list[MessageItem]
+    _bucket_annotations[f"live_forms_{_i}"] = dict[str, FormState]
 
 
 class ChatState(TutorState):
@@ -94,27 +111,24 @@ class ChatState(TutorState):
     loaded: bool = False
 
     history: list[MessageItem] = []
-    __annotations__.update(_live_annotations)
-    vars().update({name: [] for name in _live_annotations})
-    _live_count: int = 0
+    history_forms: dict[str, FormState] = {}
+    __annotations__.update(_bucket_annotations)
+    vars().update({name: {} if "forms" in name else [] for name in _bucket_annotations})
+    _bucket: int = HISTORY  # the bucket the next reply joins
+    _latest_bucket: int = HISTORY  # where the latest tutor message is
+    _latest_forms: dict[str, dict] = {}  # its forms that are still open, by form id
 
-    form_status: dict[str, str] = {}  # form key -> open | submitted | skipped
-    form_answers: dict[str, list[str]] = {}  # form key -> "Label: answer" lines
-    form_error: dict[str, str] = {}  # form key -> why the server refused it
     latest_tutor_id: int = 0
+    form_error_key: str = ""  # the form the server refused, its field and why
+    form_error_field: str = ""
+    form_error: str = ""
 
     thinking: bool = False
     input_error: str = ""
     operator_notice: str = ""
     announcement: str = ""
 
-    percentage: float = 0.0
-    covered_count: int = 0
-    total_topics: int = 0
-    phase: str = ""
-    section: str = ""
-    sections_completed: int = 0
-    total_sections: int = 0
+    progress: ProgressItem = ProgressItem()
     milestone: str = ""  # the celebration to show, if a milestone was reached this turn
 
     _responding: bool = False
@@ -138,8 +152,7 @@ class ChatState(TutorState):
             return None
         self.module_title = module.title
         self.conversation_id = view.id
-        self.history = [message_item(m) for m in view.messages]
-        self._sync_forms(view.messages)
+        self._show_history(view.messages)
         self._set_progress(view.progress, celebrate=False)
         self.loaded = True
         if not view.messages or view.messages[-1].role == "learner":
@@ -152,14 +165,24 @@ class ChatState(TutorState):
     def _reset_view(self) -> None:
         self.load_error = ""
         self.loaded = False
-        self.history = []
-        for i in range(LIVE_BUCKETS):
-            setattr(self, f"live_{i}", [])
-        self._live_count = 0
-        self.form_status, self.form_answers, self.form_error = {}, {}, {}
-        self.latest_tutor_id = 0
+        self._show_history([])
         self.thinking = False
         self.input_error = self.operator_notice = self.announcement = self.milestone = ""
+        self._clear_form_error()
+
+    def _show_history(self, messages: list[MessageView]) -> None:
+        """Everything stored, with each form's status as stored; live buckets emptied."""
+        self.history = [message_item(m) for m in messages]
+        self.history_forms = {}
+        for i in range(LIVE_BUCKETS):
+            if getattr(self, f"live_{i}"):
+                setattr(self, f"live_{i}", [])
+            if getattr(self, f"live_forms_{i}"):
+                setattr(self, f"live_forms_{i}", {})
+        self._bucket = self._latest_bucket = HISTORY
+        latest = next((m for m in reversed(messages) if m.role == "tutor"), None)
+        self.latest_tutor_id = latest.id if latest else 0
+        self._latest_forms = _open_forms(latest) if latest else {}
 
     # ------------------------------------------------------------------ sending
 
@@ -172,23 +195,28 @@ class ChatState(TutorState):
         return await self._accept(LearnerInput(text=text), None)
 
     @rx.event
-    async def submit_form(self, form_data: dict[str, Any]):
-        data = dict(form_data)
-        key = str(data.pop("__form", ""))
-        item = self._form_item(key)
-        if item is None:
-            self.form_error = {**self.form_error, key: "This form is no longer open."}
+    async def submit_form(self, form_data: FormData):
+        entries = [(str(k), v) for k, v in form_data.multi_items()]
+        key = next((str(v) for k, v in reversed(entries) if k == "__form"), "")
+        entries = [(k, v) for k, v in entries if k != "__form"]
+        message_id, _, form_id = key.partition("-")
+        raw_form = self._latest_forms.get(form_id) if message_id == str(self.latest_tutor_id) else None
+        if raw_form is None:
+            self._set_form_error(key, "", "This form is no longer open: type your answer instead.")
             return None
-        values = form_values(item, data)
-        return await self._accept(LearnerInput(form_id=item.id, answers=values), key)
+        values = form_values(Form.model_validate(raw_form), entries)
+        return await self._accept(LearnerInput(form_id=form_id, answers=values), key)
 
     @rx.event
     async def skip_form(self, key: str):
         message_id, _, form_id = key.partition("-")
-        if message_id != str(self.latest_tutor_id):
-            return None
+        if message_id != str(self.latest_tutor_id) or form_id not in self._latest_forms:
+            return rx.set_focus("message")
         if await get_engine().skip_form(self.conversation_id, form_id):
-            self.form_status = {**self.form_status, key: "skipped"}
+            self._latest_forms = {k: v for k, v in self._latest_forms.items() if k != form_id}
+            self._note_forms({key: FormState("skipped")})
+            if self.form_error_key == key:
+                self._clear_form_error()
         return rx.set_focus("message")
 
     async def _accept(self, learner_input: LearnerInput, form_key: str | None):
@@ -198,14 +226,13 @@ class ChatState(TutorState):
             pending = await get_engine().accept(self.conversation_id, learner_input)
         except InputError as exc:
             if form_key is not None:
-                self.form_error = {**self.form_error, form_key: exc.message}
+                self._set_form_error(form_key, self._known_field(form_key, exc.field_id), exc.message)
             else:
                 self.input_error = exc.message
             return None
         self.input_error = ""
-        if form_key is not None:
-            self.form_error = {k: v for k, v in self.form_error.items() if k != form_key}
-        self._close_forms(pending.learner, form_key)
+        self._clear_form_error()
+        self._close_forms(pending.learner)
         self._append(message_item(pending.learner))
         self.thinking = True
         self.milestone = ""
@@ -234,7 +261,7 @@ class ChatState(TutorState):
                     self._responding = self.thinking = False
                 return
             async with self:
-                if result is not None:
+                if result is not None and conversation_id == self.conversation_id:
                     self._add_reply(result)
                 elif self._requested == seen:
                     self._responding = self.thinking = False
@@ -247,83 +274,71 @@ class ChatState(TutorState):
         item = message_item(reply)
         self._append(item)
         self.latest_tutor_id = reply.id
-        for form in item.forms:
-            self.form_status = {**self.form_status, form.key: "open"}
+        self._latest_bucket = self._bucket
+        self._latest_forms = _open_forms(reply)
         self._set_progress(result.progress, celebrate=True)
         self.operator_notice = result.operator_message or ""
-        self.announcement = f"Tutor: {item.plain}"
+        self.announcement = f"Tutor: {item.plain}" if item.plain else "Tutor replied."
 
     def _append(self, item: MessageItem) -> None:
-        bucket = self._live_count // BUCKET_SIZE
-        if bucket >= LIVE_BUCKETS:  # a very long session: fold everything into history
-            merged = list(self.history)
-            for i in range(LIVE_BUCKETS):
-                merged.extend(getattr(self, f"live_{i}"))
-                setattr(self, f"live_{i}", [])
-            self.history = merged
-            self._live_count, bucket = 0, 0
-        name = f"live_{bucket}"
+        if item.role == "learner" or self._bucket == HISTORY:
+            if self._bucket + 1 >= LIVE_BUCKETS:
+                # A very long session: one re-sync from the database (which already
+                # holds this message) empties the buckets.
+                self._show_history(get_engine().history(self.conversation_id))
+                return
+            self._bucket += 1
+        name = f"live_{self._bucket}"
         setattr(self, name, [*getattr(self, name), item])
-        self._live_count += 1
 
-    def _sync_forms(self, messages: list[MessageView]) -> None:
-        status: dict[str, str] = {}
-        answers: dict[str, list[str]] = {}
-        for view in messages:
-            if view.role != "tutor":
-                continue
-            self.latest_tutor_id = view.id
-            for form_id, state in view.form_states.items():
-                key = f"{view.id}-{form_id}"
-                status[key] = state.get("status", "open")
-                if status[key] == "submitted":
-                    answers[key] = answer_lines(view, form_id)
-        self.form_status, self.form_answers = status, answers
+    def _close_forms(self, learner: MessageView) -> None:
+        """The learner's turn closed the latest message's open forms (the engine stored
+        that): the one answered shows the answers, the others show as skipped."""
+        if not self._latest_forms:
+            return
+        changed: dict[str, FormState] = {}
+        for form_id, raw in self._latest_forms.items():
+            key = f"{self.latest_tutor_id}-{form_id}"
+            if form_id == learner.form_id:
+                lines = answer_lines(Form.model_validate(raw), learner.answers or {})
+                changed[key] = FormState("submitted", lines)
+            else:
+                changed[key] = FormState("skipped")
+        self._latest_forms = {}
+        self._note_forms(changed)
 
-    def _close_forms(self, learner: MessageView, form_key: str | None) -> None:
-        prefix = f"{self.latest_tutor_id}-"
-        status = dict(self.form_status)
-        for key, value in status.items():
-            if key.startswith(prefix) and value == "open":
-                status[key] = "submitted" if key == form_key else "skipped"
-        self.form_status = status
-        if form_key is not None:
-            view = next(
-                (m for m in get_engine().history(self.conversation_id) if m.id == self.latest_tutor_id),
-                None,
-            )
-            if view is not None:
-                form_id = form_key[len(prefix):]
-                self.form_answers = {**self.form_answers, form_key: answer_lines(view, form_id)}
+    def _note_forms(self, changed: dict[str, FormState]) -> None:
+        name = "history_forms" if self._latest_bucket == HISTORY else f"live_forms_{self._latest_bucket}"
+        setattr(self, name, {**getattr(self, name), **changed})
 
-    def _form_item(self, key: str) -> FormItem | None:
-        if self.form_status.get(key) != "open":
-            return None
-        message_id, _, form_id = key.partition("-")
-        if not message_id.isdigit():
-            return None
-        for view in get_engine().history(self.conversation_id):
-            if view.id == int(message_id) and view.response:
-                for form in view.response["content"].get("forms") or []:
-                    if form.get("id") == form_id:
-                        return form_item(view.id, Form.model_validate(form))
-        return None
+    def _known_field(self, form_key: str, field_id: str | None) -> str:
+        """The field to show the message at; "" for the whole form (an unknown field)."""
+        form = self._latest_forms.get(form_key.partition("-")[2]) or {}
+        ids = {f.get("id") for f in form.get("fields") or [] if isinstance(f, dict)}
+        return field_id if field_id in ids else ""
+
+    def _set_form_error(self, key: str, field_id: str, message: str) -> None:
+        self.form_error_key, self.form_error_field, self.form_error = key, field_id, message
+
+    def _clear_form_error(self) -> None:
+        if self.form_error_key or self.form_error:
+            self._set_form_error("", "", "")
 
     def _set_progress(self, progress: ProgressView, *, celebrate: bool) -> None:
-        self.percentage = progress.percentage
-        self.covered_count = len(progress.covered)
-        self.total_topics = progress.total
-        state = progress.module_state
-        self.phase = str(state.get("current_phase") or "")
-        self.section = str(state.get("current_section") or "")
-        self.sections_completed = int(state.get("sections_completed") or 0)
-        self.total_sections = int(state.get("total_sections") or 0)
+        self.progress = progress_item(progress)
         if celebrate and progress.milestone:
             self.milestone = progress.milestone
 
     @rx.event
-    def dismiss_milestone(self) -> None:
+    def dismiss_milestone(self):
         self.milestone = ""
+        return rx.set_focus("message")
+
+
+def _open_forms(view: MessageView) -> dict[str, dict]:
+    closed = {key.partition("-")[2] for key in closed_forms(view)}
+    forms = ((view.response or {}).get("content") or {}).get("forms") or []
+    return {f["id"]: f for f in forms if isinstance(f, dict) and f.get("id") not in closed}
 
 
 def _query_param(url: str, name: str) -> str:
@@ -331,5 +346,9 @@ def _query_param(url: str, name: str) -> str:
     return values[0].strip()
 
 
-def live_vars() -> list[rx.Var]:
-    return [getattr(ChatState, f"live_{i}") for i in range(LIVE_BUCKETS)]
+def live_buckets() -> list[tuple[rx.Var, rx.Var]]:
+    """Each live bucket with the dict of form changes for its messages."""
+    return [
+        (getattr(ChatState, f"live_{i}"), getattr(ChatState, f"live_forms_{i}"))
+        for i in range(LIVE_BUCKETS)
+    ]

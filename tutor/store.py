@@ -58,6 +58,8 @@ class Message(SQLModel, table=True):
     outcome: str | None = Field(default=None, max_length=16)  # valid | repaired | invalid
     flags_json: str = "[]"
     form_states_json: str = "{}"  # form id -> {"status": open|submitted|skipped, "answers": {...}}
+    # Tutor: the seq of the learner message this reply answers (None: the opening turn).
+    reply_to_seq: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
 
     @property

@@ -2,7 +2,8 @@
 
 import reflex as rx
 
-from components.pages import chat_page, home_page
+from components.chat import chat_page
+from components.home import home_page
 from tutor.state import ChatState, HomeState
 from tutor.store import TABLES
 

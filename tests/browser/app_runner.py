@@ -52,6 +52,9 @@ class RunningApp:
             TUTOR_DATA_DIR=str(data_dir),
             TUTOR_DATABASE_URL=f"sqlite:///{data_dir / 'tutor.db'}",
             TUTOR_LLM_PROVIDER="builtin",
+            # Test apps build their frontend apart from .web, so a copy of the app that a
+            # person is running from this checkout keeps working during a test run.
+            REFLEX_WEB_WORKDIR=str(REPO / ".web-test"),
         )
         full.update(env)
         return cls(f"http://127.0.0.1:{port}", port, data_dir, full)

@@ -1,107 +1,119 @@
 """Browser tests: start the app the way a user does (scripts/run.sh) and drive Debian's
-chromium with Playwright. These never skip: a missing browser is a failure."""
+chromium with Playwright. These never skip: a missing browser is a failure.
+
+Two apps serve the session: `app` with the built-in tutor (the embedded default), and
+`model_app` whose model is a scripted OpenAI-compatible server on 127.0.0.1 (tests/fakes),
+for replies the built-in tutor never writes (every block type, hostile markup, broken
+media, invalid JSON). Only one runs at a time: both build into the same .web directory,
+and a build bakes its own port into the frontend, so a second build would point the first
+app's pages at the second app. Tests are ordered so each app starts once (plus the
+walking skeleton's restart). Each test gets a fresh browser context: a fresh learner."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import time
-import urllib.request
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.browser.app_runner import CHROMIUM, CHROMIUM_ARGS, REPO, RunningApp
+from tests.fakes.servers import FakeLLMServer
+from tests.fakes.wire import openai_reply, tutor_reply
+
 ARTIFACTS = REPO / "test-results"
-START_TIMEOUT_S = 900  # the first start builds the frontend (npm install)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class AppPool:
+    """The session's apps, created on first use; starting one stops the other."""
 
+    def __init__(self, tmp: pytest.TempPathFactory) -> None:
+        self.tmp = tmp
+        self.apps: dict[str, RunningApp] = {}
+        self.running: RunningApp | None = None
 
-@dataclass
-class RunningApp:
-    url: str
-    port: int
-    data_dir: Path
-    env: dict[str, str]
-    process: subprocess.Popen | None = None
-    log_path: Path | None = None
+    def use(self, name: str, **env: str) -> RunningApp:
+        app = self.apps.get(name)
+        if app is None:
+            app = self.apps[name] = RunningApp.create(self.tmp.mktemp(f"{name}-data"), **env)
+        if self.running is not app or app.process is None or app.process.poll() is not None:
+            if self.running is not None and self.running is not app:
+                self.running.stop()
+            app.start()
+            self.running = app
+        return app
 
-    def start(self) -> None:
-        self.log_path = self.data_dir / f"app-{int(time.time() * 1000)}.log"
-        log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            [str(REPO / "scripts" / "run.sh")],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the app exited early:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.url + "/ping", timeout=2) as r:
-                    if r.status == 200:
-                        with urllib.request.urlopen(self.url + "/", timeout=5) as page:
-                            if page.status == 200:
-                                return
-            except OSError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"the app did not start in {START_TIMEOUT_S}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.process = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def log_tail(self, lines: int = 60) -> str:
-        if not self.log_path or not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+    def stop_all(self) -> None:
+        for app in self.apps.values():
+            app.stop()
 
 
 @pytest.fixture(scope="session")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
-    data_dir = tmp_path_factory.mktemp("app-data")
-    port = _free_port()
-    env = dict(os.environ)
-    env.update(
-        TUTOR_PORT=str(port),
-        TUTOR_DATA_DIR=str(data_dir),
-        TUTOR_DATABASE_URL=f"sqlite:///{data_dir / 'tutor.db'}",
-        TUTOR_LLM_PROVIDER="builtin",
+def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppPool]:
+    pool = AppPool(tmp_path_factory)
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture
+def app(apps: AppPool) -> RunningApp:
+    """The app with the built-in tutor."""
+    return apps.use("builtin")
+
+
+class ScriptedModel:
+    """The model behind `model_app`: queue the next replies; anything unscripted gets a
+    short valid reply."""
+
+    def __init__(self, server: FakeLLMServer) -> None:
+        self.server = server
+
+    def reset(self) -> None:
+        self.server.reset()
+        self.server.default = lambda _request: openai_reply(json.dumps(tutor_reply("Let's keep going.")))
+
+    def reply(self, data: dict[str, Any], **kw: Any) -> None:
+        """Queue one reply given as RESPONSE_SCHEMA data."""
+        self.raw(json.dumps(data), **kw)
+
+    def raw(self, text: str, *, delay_s: float = 0.0) -> None:
+        """Queue one reply given as the model's raw text."""
+        scripted = openai_reply(text)
+        scripted.delay_s = delay_s
+        self.server.script(scripted)
+
+    @property
+    def requests(self):
+        return self.server.requests
+
+
+@pytest.fixture(scope="session")
+def model_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer("openai") as server:
+        yield server
+
+
+@pytest.fixture
+def model_app(apps: AppPool, model_server: FakeLLMServer) -> RunningApp:
+    """The app whose model is the scripted loopback server."""
+    return apps.use(
+        "model",
+        TUTOR_LLM_PROVIDER="openai",
+        TUTOR_LLM_BASE_URL=model_server.base_url,
+        TUTOR_LLM_MODEL="scripted-model",
+        TUTOR_LLM_MAX_RETRIES="0",
+        TUTOR_LLM_TIMEOUT="30",
     )
-    running = RunningApp(f"http://127.0.0.1:{port}", port, data_dir, env)
-    running.start()
-    yield running
-    running.stop()
+
+
+@pytest.fixture
+def model(model_server: FakeLLMServer, model_app: RunningApp) -> Iterator[ScriptedModel]:
+    scripted = ScriptedModel(model_server)
+    scripted.reset()
+    yield scripted
+    scripted.reset()
 
 
 @pytest.fixture(scope="session")
@@ -113,17 +125,46 @@ def browser() -> Iterator[Browser]:
         b.close()
 
 
-@pytest.fixture
-def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    pg = context.new_page()
+def _page(browser: Browser, request: pytest.FixtureRequest, **context: Any) -> Iterator[Page]:
+    ctx = browser.new_context(**context)
+    pg = ctx.new_page()
     pg.set_default_timeout(30_000)
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
     yield pg
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         ARTIFACTS.mkdir(exist_ok=True)
         pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-    context.close()
+    ctx.close()
+    assert errors == [], f"uncaught errors in the page: {errors}"
+
+
+@pytest.fixture
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    yield from _page(browser, request, viewport={"width": 1100, "height": 900})
+
+
+@pytest.fixture
+def phone(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A 375 px wide touch screen."""
+    yield from _page(
+        browser, request, viewport={"width": 375, "height": 740}, device_scale_factor=2,
+        is_mobile=True, has_touch=True,
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests of the built-in app first, then those of the model app (one switch).
+    The sort is stable and leaves every other test where it was."""
+    here = Path(__file__).parent
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        browser = Path(str(item.fspath)).is_relative_to(here)
+        return (int(browser), int(browser and "model_app" in getattr(item, "fixturenames", ())))
+
+    items.sort(key=key)
 
 
 @pytest.hookimpl(hookwrapper=True)

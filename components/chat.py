@@ -1,0 +1,119 @@
+"""The chat page: progress header, the conversation, the typing indicator and the message
+box. The message box is never disabled: the learner may always type, even while the
+tutor thinks or a form is open."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from components.behaviour import chat_behaviour
+from components.message import message
+from components.progress import milestone_banner, progress_panel
+from tutor.state import ChatState, live_buckets
+
+
+def _composer() -> rx.Component:
+    has_error = ChatState.input_error != ""
+    return rx.el.form(
+        rx.el.label("Your message", html_for="message", class_name="sr-only"),
+        rx.el.textarea(
+            id="message",
+            name="message",
+            placeholder="Type your message — Enter to send, Shift+Enter for a new line",
+            rows=2,
+            auto_focus=True,
+            aria_describedby="composer-help",
+            aria_invalid=rx.cond(has_error, "true", "false"),
+            enter_key_hint="send",
+        ),
+        rx.el.button(
+            rx.icon("send", size=18, aria_hidden="true"),
+            rx.el.span("Send", class_name="send-label"),
+            type="submit",
+            id="send",
+            class_name="btn btn-primary send",
+            aria_label="Send message",
+        ),
+        rx.el.p(
+            rx.cond(has_error, ChatState.input_error, "Enter sends; Shift+Enter starts a new line."),
+            id="composer-help",
+            class_name=rx.cond(has_error, "input-error", "sr-only"),
+            role=rx.cond(has_error, "alert", "none"),
+        ),
+        on_submit=ChatState.send_text,
+        reset_on_submit=False,
+        class_name="composer",
+        id="composer",
+        aria_label="Send a message to the tutor",
+    )
+
+
+def _typing() -> rx.Component:
+    return rx.el.div(
+        rx.el.span(class_name="dot"), rx.el.span(class_name="dot"), rx.el.span(class_name="dot"),
+        rx.el.span("The tutor is thinking… you can keep typing.", class_name="typing-text"),
+        class_name="typing",
+        id="typing",
+    )
+
+
+def _with_forms(forms: rx.Var):
+    # A one-argument function: rx.foreach passes the index to a second parameter.
+    return lambda m: message(m, forms)
+
+
+def _messages() -> rx.Component:
+    return rx.el.section(
+        rx.foreach(ChatState.history, _with_forms(ChatState.history_forms)),
+        *[rx.foreach(bucket, _with_forms(forms)) for bucket, forms in live_buckets()],
+        rx.cond(ChatState.thinking, _typing()),
+        rx.el.div(id="chat-end"),
+        id="messages",
+        class_name="messages",
+        aria_label="Conversation",
+        aria_busy=rx.cond(ChatState.loaded, "false", "true"),
+    )
+
+
+def chat_page() -> rx.Component:
+    return rx.el.div(
+        rx.el.a("Skip to the message box", href="#message", class_name="skip-link"),
+        rx.el.header(
+            rx.el.nav(
+                rx.el.a(rx.icon("arrow-left", size=16, aria_hidden="true"), " All modules", href="/", class_name="back"),
+                aria_label="Back",
+            ),
+            rx.el.h1(ChatState.module_title, class_name="module-title"),
+            progress_panel(),
+            milestone_banner(),
+            class_name="chat-header",
+        ),
+        rx.el.main(
+            rx.cond(
+                ChatState.load_error != "",
+                rx.el.div(
+                    rx.el.p("This module can't be opened:"),
+                    rx.el.pre(ChatState.load_error),
+                    rx.el.a("Back to modules", href="/"),
+                    class_name="load-error",
+                    role="alert",
+                ),
+            ),
+            _messages(),
+            rx.cond(
+                ChatState.operator_notice != "",
+                rx.el.p(ChatState.operator_notice, class_name="operator-notice", role="alert"),
+            ),
+            class_name="chat-main",
+        ),
+        rx.el.footer(_composer(), class_name="chat-footer"),
+        # Polite announcements of each new tutor turn; the log above is not live itself,
+        # so a long reply is announced once, as a short text.
+        rx.el.div(ChatState.announcement, aria_live="polite", aria_atomic="true", class_name="sr-only", id="announcer"),
+        rx.el.div(
+            rx.cond(ChatState.thinking, "The tutor is thinking.", ""),
+            role="status", class_name="sr-only", id="thinking-status",
+        ),
+        chat_behaviour(),
+        class_name="page chat",
+    )

@@ -1,0 +1,106 @@
+"""The start page: every module with its size and the learner's progress; start, resume,
+or start over (after a confirmation, since it clears the module's progress)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from tutor.display import ModuleCard
+from tutor.state import HomeState
+
+
+def _progress(card: rx.Var[ModuleCard]) -> rx.Component:
+    return rx.el.div(
+        rx.el.div(
+            rx.el.div(class_name="bar-fill", style={"width": card.percent.to_string() + "%"}),
+            class_name="bar",
+            role="progressbar",
+            aria_valuemin=0,
+            aria_valuemax=100,
+            aria_valuenow=card.percent,
+            aria_label="Your progress in " + card.title,
+        ),
+        rx.el.p(
+            rx.el.strong(card.percent.to_string() + "%"),
+            " · " + card.covered.to_string() + " of " + card.topics.to_string() + " topics covered",
+            rx.cond(card.activity != "", rx.el.span(" · " + card.activity)),
+            class_name="card-progress-text",
+        ),
+        class_name="card-progress",
+    )
+
+
+def _restart(card: rx.Var[ModuleCard]) -> rx.Component:
+    asking = HomeState.confirm_restart == card.id
+    return rx.cond(
+        asking,
+        rx.el.div(
+            rx.el.p(
+                "Start over? Your progress in this module goes back to 0% and a new conversation begins.",
+                id="confirm-text-" + card.id,
+            ),
+            rx.el.div(
+                rx.el.button(
+                    "Yes, start over", type="button", class_name="btn btn-danger",
+                    on_click=HomeState.start_over(card.id), id="confirm-restart-" + card.id,
+                    auto_focus=True, aria_describedby="confirm-text-" + card.id,
+                ),
+                rx.el.button(
+                    "Cancel", type="button", class_name="btn btn-quiet",
+                    on_click=HomeState.cancel_restart, id="cancel-restart-" + card.id,
+                ),
+                class_name="card-actions",
+            ),
+            class_name="confirm",
+            role="group",
+            aria_label="Confirm starting over",
+        ),
+        rx.el.button(
+            "Start over", type="button", class_name="btn btn-quiet",
+            on_click=HomeState.ask_restart(card.id), id="restart-" + card.id,
+            aria_label="Start over: " + card.title,
+        ),
+    )
+
+
+def _module_card(card: rx.Var[ModuleCard]) -> rx.Component:
+    return rx.el.li(
+        rx.el.h2(card.title, id="title-" + card.id),
+        rx.el.p(card.description, class_name="card-description"),
+        rx.el.p(card.topics.to_string() + " topics", class_name="card-meta", id="topics-" + card.id),
+        rx.cond(card.started, _progress(card)),
+        rx.el.div(
+            rx.el.a(
+                rx.cond(card.started, "Resume", "Start"),
+                href="/learn?module=" + card.id,
+                class_name="btn btn-primary",
+                id="open-" + card.id,
+                aria_label=rx.cond(card.started, "Resume ", "Start ") + card.title,
+            ),
+            rx.cond(card.started, _restart(card)),
+            class_name="card-actions",
+        ),
+        class_name="module-card",
+        id="card-" + card.id,
+        aria_labelledby="title-" + card.id,
+    )
+
+
+def home_page() -> rx.Component:
+    return rx.el.main(
+        rx.el.header(
+            rx.el.h1("Tutor"),
+            rx.el.p("Pick a module and learn by conversation. Type anything, any time."),
+            class_name="home-header",
+        ),
+        rx.el.ul(rx.foreach(HomeState.modules, _module_card), class_name="module-list", id="modules"),
+        rx.cond(
+            HomeState.problems.length() > 0,
+            rx.el.details(
+                rx.el.summary("Some modules could not be loaded"),
+                rx.el.ul(rx.foreach(HomeState.problems, lambda p: rx.el.li(rx.el.code(p)))),
+                class_name="problems",
+            ),
+        ),
+        class_name="page home",
+    )
