@@ -175,3 +175,47 @@ def test_an_unreadable_reply_is_shown_as_raw_text():
 
     out = render_text(None, "plain words from the model", "invalid", P())
     assert "plain words from the model" in out and "(reply invalid)" in out
+
+
+def _backend_env(server, provider: str) -> dict[str, str]:
+    base = server.base_url.removesuffix("/v1") if provider == "anthropic" else server.base_url
+    return {
+        "TUTOR_LLM_PROVIDER": provider,
+        "TUTOR_LLM_BASE_URL": base,
+        "TUTOR_LLM_API_KEY": "test-key",
+        "TUTOR_LLM_MODEL": "fake-model-1",
+        "TUTOR_LLM_RETRY_BASE_DELAY": "0.001",
+        "TUTOR_LLM_RETRY_MAX_DELAY": "0.01",
+    }
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_chat_works_unchanged_against_a_model_backend(tmp_path, provider):
+    from tests.fakes.servers import FakeLLMServer
+    from tests.fakes.wire import anthropic_tool_reply, error, openai_reply, tutor_reply
+
+    def ok(text: str):
+        data = tutor_reply(text)
+        if provider == "openai":
+            return openai_reply(json.dumps(data))
+        return anthropic_tool_reply(data)
+
+    broken = "I'd rather answer in plain prose today."
+    prose = openai_reply(broken) if provider == "openai" else None
+    with FakeLLMServer(provider) as server:
+        script = [ok("Welcome to the module."), error(503, kind=provider), ok("Fear is about now.")]
+        if prose is not None:  # an unusable reply, twice: the turn fails closed, shown as text
+            script += [prose, prose]
+        server.script(*script)
+        lines = ["What is fear?", "And anxiety?"] if prose is not None else ["What is fear?"]
+        result = _chat(tmp_path, lines, "--module", "understanding_anxiety", "--json",
+                       **_backend_env(server, provider), TUTOR_LLM_STRATEGY="json_schema")
+    assert result.returncode == 0, result.stderr
+    turns = [json.loads(line) for line in result.stdout.splitlines()]
+    assert turns[0]["outcome"] == "valid"
+    assert turns[0]["response"]["content"]["text_blocks"][0]["content"] == "Welcome to the module."
+    assert turns[1]["outcome"] == "valid"  # after one retried 503
+    assert "Fear is about now." in json.dumps(turns[1]["response"])
+    if prose is not None:
+        assert turns[2]["outcome"] == "invalid"
+        assert any("review" in flag for flag in turns[2]["flags"])
