@@ -20,6 +20,7 @@ from tutor.contract.coerce_util import (
     as_number,
     decode_json_string,
     format_validation_error,
+    set_nested,
 )
 from tutor.contract.models import BLOCK_TYPES, Media, NextStep
 from tutor.contract.safety import is_safe_media_src
@@ -140,10 +141,7 @@ def _content(co: Coercion, value: Any) -> dict | None:
         out["media"] = _media(co, value["media"])
     elif "media" in value:
         out["media"] = None
-    if "next_step" in value:
-        next_step = _next_step(co, co.decode(value["next_step"]))
-        if next_step is not None or value["next_step"] is None:
-            out["next_step"] = next_step
+    set_nested(co, value, out, "next_step", _next_step)
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tutor.contract.coerce_util import Coercion, as_bool, as_number, format_validation_error
 from tutor.contract.models import CHOICE_FIELD_TYPES, FIELD_TYPES, Form, FormField
@@ -100,13 +100,7 @@ def _form(co: Coercion, item: Any, where: str, *, legacy: bool, index: int) -> d
         co.flag("dropped_form", f"{where}: no usable fields left")
         return None
     out["fields"] = fields
-    try:
-        Form.model_validate(out)
-    except ValidationError as exc:
-        co.flag("dropped_form")
-        co.errors.extend(format_validation_error(exc, where))
-        return None
-    return out
+    return _valid_or_dropped(co, Form, out, "dropped_form", where)
 
 
 def _field(co: Coercion, item: Any, where: str) -> dict | None:
@@ -158,13 +152,20 @@ def _field(co: Coercion, item: Any, where: str) -> dict | None:
     if ftype in CHOICE_FIELD_TYPES and not options:
         co.flag("dropped_field", f"{where}.options: {ftype} field {field_id!r} needs options")
         return None
+    return _valid_or_dropped(co, FormField, out, "dropped_field", where)
+
+
+def _valid_or_dropped(
+    co: Coercion, model: type[BaseModel], data: dict, flag: str, where: str
+) -> dict | None:
+    """`data` if it validates as `model`; otherwise None, flagged, with the reasons."""
     try:
-        FormField.model_validate(out)
+        model.model_validate(data)
     except ValidationError as exc:
-        co.flag("dropped_field")
+        co.flag(flag)
         co.errors.extend(format_validation_error(exc, where))
         return None
-    return out
+    return data
 
 
 def _options(co: Coercion, value: Any, where: str) -> list[dict] | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tutor.contract.coerce_util import Coercion, as_number
+from tutor.contract.coerce_util import Coercion, as_number, set_nested
 from tutor.contract.models import EMOTIONS, MILESTONES, RESPONSE_TYPES, Meta
 
 __all__ = ["DEFAULT_RESPONSE_TYPE", "coerce_meta"]
@@ -36,14 +36,8 @@ def coerce_meta(co: Coercion, value: Any, *, default_type: str = DEFAULT_RESPONS
             out["emotion"] = emotion
     elif "emotion" in value:
         out["emotion"] = None
-    if "progress" in value:
-        progress = _progress(co, co.decode(value["progress"]))
-        if progress is not None or value["progress"] is None:
-            out["progress"] = progress
-    if "module_state" in value:
-        state = _module_state(co, co.decode(value["module_state"]))
-        if state is not None or value["module_state"] is None:
-            out["module_state"] = state
+    set_nested(co, value, out, "progress", _progress)
+    set_nested(co, value, out, "module_state", _module_state)
     try:
         Meta.model_validate(out)
     except ValidationError:

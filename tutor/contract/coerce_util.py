@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -78,6 +79,21 @@ def as_bool(co: Coercion, value: Any) -> bool | None:
         co.flag("bool_string")
         return value.strip().lower() == "true"
     return None
+
+
+def set_nested(
+    co: Coercion,
+    value: dict,
+    out: dict,
+    key: str,
+    coerce: Callable[[Coercion, Any], dict | None],
+) -> None:
+    """Coerce the optional sub-object `value[key]` into `out[key]`: left out when it could
+    not be read, kept as null when the model wrote null."""
+    if key in value:
+        coerced = coerce(co, co.decode(value[key]))
+        if coerced is not None or value[key] is None:
+            out[key] = coerced
 
 
 def format_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
