@@ -312,7 +312,7 @@ class Engine:
     async def _call_policy(
         self, request: CompletionRequest, module: Module, state: ProgressState, tokens_used: int
     ) -> PolicyResult:
-        nxt = _next_topic(module, state)
+        nxt = progress_mod.next_topic(module, state)
         suggestion = f"Tell me about {nxt.title}" if nxt is not None else None
         try:
             return await run_turn(
@@ -595,8 +595,7 @@ def _with_server_meta(
 
 
 def _progress_view(module: Module, state: ProgressState, milestone: str | None) -> ProgressView:
-    known = set(module.topic_ids)
-    covered = [t for t in state.covered if t in known]  # a topic an author removed no longer counts
+    covered = progress_mod.covered_ids(module, state)
     return ProgressView(
         percentage=progress_mod.percentage(module, state),
         covered=covered,
@@ -606,7 +605,3 @@ def _progress_view(module: Module, state: ProgressState, milestone: str | None) 
         module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),
     )
 
-
-def _next_topic(module: Module, state: ProgressState) -> Any:
-    covered = set(state.covered)
-    return next((t for t in module.topics if t.id not in covered), None)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tutor.contract import ModuleState, Progress
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module
+    from tutor.modules import Module, Topic
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +34,12 @@ __all__ = [
     "ProgressUpdate",
     "apply_evidence",
     "coverage_count",
+    "covered_ids",
     "detect_form",
     "detect_text",
     "milestones_reached",
     "module_state",
+    "next_topic",
     "normalize",
     "percentage",
     "reconcile",
@@ -137,9 +139,21 @@ def detect_form(module: Module, form_id: str | None, answers: Mapping[str, Any] 
     return hits & set(module.topic_ids)
 
 
+def covered_ids(module: Module, state: ProgressState) -> list[str]:
+    """Covered topics in the order they were covered; ids of topics an author has since
+    removed from the module don't count."""
+    canonical = set(module.topic_ids)
+    return [t for t in state.covered if t in canonical]
+
+
 def coverage_count(module: Module, state: ProgressState) -> int:
-    """How many of the module's topics are covered (stale ids of removed topics don't count)."""
-    return len(set(state.covered) & set(module.topic_ids))
+    return len(covered_ids(module, state))
+
+
+def next_topic(module: Module, state: ProgressState) -> Topic | None:
+    """The first topic, in the author's order, not covered yet."""
+    covered = set(state.covered)
+    return next((t for t in module.topics if t.id not in covered), None)
 
 
 def percentage(module: Module, state: ProgressState) -> float:
@@ -185,8 +199,7 @@ def apply_evidence(module: Module, state: ProgressState, detected: Iterable[str]
 
 def server_progress(module: Module, update: ProgressUpdate) -> Progress:
     """The `meta.progress` the learner sees: the server's, never the model's claim."""
-    canonical = set(module.topic_ids)
-    covered = [t for t in update.state.covered if t in canonical]
+    covered = covered_ids(module, update.state)
     return Progress(
         percentage=percentage(module, update.state),
         covered_topics=covered,

@@ -34,6 +34,7 @@ from tutor.progress import (
     detect_text,
     milestones_reached,
     module_state,
+    next_topic,
     percentage,
     words,
 )
@@ -78,7 +79,7 @@ def compose_reply(ctx: TurnContext | None) -> str:
     blocks, topic = _respond_to_learner(ctx)
     covered = set(state.covered)
     if topic is None:
-        topic = next((t for t in module.topics if t.id not in covered), None)
+        topic = next_topic(module, state)
     newly = [topic.id] if topic is not None and topic.id not in covered else []
     claimed = ProgressState(state.covered + tuple(newly), state.milestones)
     fired = [m for m in milestones_reached(module, claimed.covered) if m not in state.milestones]
