@@ -21,7 +21,8 @@ from tutor.llm.errors import (
     RequestTimeout,
     error_for_status,
 )
-from tutor.llm.sse import SSEEvent, aiter_sse
+from tutor.llm.base import Completion, CompletionRequest
+from tutor.llm.sse import CompletionStream, SSEEvent, aiter_sse
 
 USER_AGENT = "tutor/0.1 (+httpx)"
 
@@ -148,3 +149,48 @@ def loads_event(event: SSEEvent) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadResponse(f"stream chunk is not an object: {event.data[:120]!r}")
     return data
+
+
+class HTTPProvider:
+    """What the HTTP backends share: settings, one transport, and whole or streamed replies
+    (TUTOR_LLM_STREAM=1 streams under `complete`). A backend says where (`path`) and how:
+    `build_body`, `_completion_from_body`, `_new_stream_state` and `_deltas`."""
+
+    name: str
+    path: str
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        headers: dict[str, str],
+        client: httpx.AsyncClient | None = None,
+    ):
+        self.settings = settings
+        self.model = settings.model
+        self._http = HTTPTransport(settings, headers=headers, client=client)
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        if self.settings.stream:
+            return await self.stream(request).collect()
+        data = await self._http.post_json(self.path, self.build_body(request))
+        return self._completion_from_body(data)
+
+    def stream(self, request: CompletionRequest) -> CompletionStream:
+        state = self._new_stream_state()
+        return CompletionStream(self._deltas(request, state), state.build)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def build_body(self, request: CompletionRequest, *, stream: bool = False) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _completion_from_body(self, data: dict[str, Any]) -> Completion:
+        raise NotImplementedError
+
+    def _new_stream_state(self) -> Any:
+        raise NotImplementedError
+
+    def _deltas(self, request: CompletionRequest, state: Any) -> AsyncIterator[str]:
+        raise NotImplementedError

@@ -13,12 +13,11 @@ from typing import Any
 
 import httpx
 
-from tutor.llm._http import WHOLE_BODY_EVENT, HTTPTransport, loads_event
+from tutor.llm._http import WHOLE_BODY_EVENT, HTTPProvider, loads_event
 from tutor.llm.base import ChatMessage, Completion, CompletionRequest
 from tutor.llm.config import LLMSettings
 from tutor.llm.errors import BadResponse, ConnectionFailed, ServerError, error_detail
 from tutor.llm.schema import SCHEMA_NAME, tool_schema
-from tutor.llm.sse import CompletionStream
 
 PATH = "/v1/messages"
 TOOL_DESCRIPTION = "Send your reply to the learner: one structured tutor response."
@@ -53,16 +52,15 @@ def to_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]]]
     return system, turns
 
 
-class AnthropicProvider:
+class AnthropicProvider(HTTPProvider):
     name = "anthropic"
+    path = PATH
 
     def __init__(self, settings: LLMSettings, *, client: httpx.AsyncClient | None = None):
-        self.settings = settings
-        self.model = settings.model
         headers = {"anthropic-version": settings.anthropic_version}
         if settings.api_key:
             headers["x-api-key"] = settings.api_key
-        self._http = HTTPTransport(settings, headers=headers, client=client)
+        super().__init__(settings, headers=headers, client=client)
 
     def build_body(self, request: CompletionRequest, *, stream: bool = False) -> dict[str, Any]:
         system, turns = to_messages(request.messages)
@@ -82,17 +80,11 @@ class AnthropicProvider:
             body["stream"] = True
         return body
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        if self.settings.stream:
-            return await self.stream(request).collect()
-        return self._completion_from_body(await self._http.post_json(PATH, self.build_body(request)))
-
-    def stream(self, request: CompletionRequest) -> CompletionStream:
-        state = _StreamState(self.model)
-        return CompletionStream(self._deltas(request, state), state.build)
+    def _new_stream_state(self) -> _StreamState:
+        return _StreamState(self.model)
 
     async def _deltas(self, request: CompletionRequest, state: _StreamState) -> AsyncIterator[str]:
-        async for event in self._http.events(PATH, self.build_body(request, stream=True)):
+        async for event in self._http.events(self.path, self.build_body(request, stream=True)):
             if event.event == WHOLE_BODY_EVENT:
                 state.whole = self._completion_from_body(loads_event(event))
                 yield state.whole.text
@@ -130,9 +122,6 @@ class AnthropicProvider:
             refusal=(prose or "refused") if stop_reason == "refusal" else None,
             extra={"stop_reason": stop_reason},
         )
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
 
 def _finish_reason(stop_reason: str | None) -> str | None:

@@ -9,12 +9,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tutor.llm._http import WHOLE_BODY_EVENT, HTTPTransport, loads_event
+from tutor.llm._http import WHOLE_BODY_EVENT, HTTPProvider, loads_event
 from tutor.llm.base import Completion, CompletionRequest
 from tutor.llm.config import LLMSettings
 from tutor.llm.errors import BadResponse, ConnectionFailed, ServerError, error_detail
 from tutor.llm.schema import SCHEMA_NAME, strict_schema
-from tutor.llm.sse import CompletionStream
 
 PATH = "/chat/completions"
 
@@ -31,14 +30,13 @@ def response_format(strategy: str) -> dict[str, Any] | None:
     return None
 
 
-class OpenAIProvider:
+class OpenAIProvider(HTTPProvider):
     name = "openai"
+    path = PATH
 
     def __init__(self, settings: LLMSettings, *, client: httpx.AsyncClient | None = None):
-        self.settings = settings
-        self.model = settings.model
         headers = {"authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        self._http = HTTPTransport(settings, headers=headers, client=client)
+        super().__init__(settings, headers=headers, client=client)
         # OpenAI's own API prefers max_completion_tokens (reasoning models refuse max_tokens);
         # compatible servers only know max_tokens.
         host = urlsplit(settings.base_url or "").hostname or ""
@@ -59,18 +57,11 @@ class OpenAIProvider:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        if self.settings.stream:
-            return await self.stream(request).collect()
-        data = await self._http.post_json(PATH, self.build_body(request))
-        return self._completion_from_body(data)
-
-    def stream(self, request: CompletionRequest) -> CompletionStream:
-        state = _StreamState(model=self.model)
-        return CompletionStream(self._deltas(request, state), state.build)
+    def _new_stream_state(self) -> _StreamState:
+        return _StreamState(model=self.model)
 
     async def _deltas(self, request: CompletionRequest, state: _StreamState) -> AsyncIterator[str]:
-        async for event in self._http.events(PATH, self.build_body(request, stream=True)):
+        async for event in self._http.events(self.path, self.build_body(request, stream=True)):
             if event.event == WHOLE_BODY_EVENT:
                 state.whole = self._completion_from_body(loads_event(event))
                 yield state.whole.text
@@ -102,9 +93,6 @@ class OpenAIProvider:
             refusal=message.get("refusal") or None,
             extra={"id": data.get("id")} if data.get("id") else {},
         )
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
 
 def _content_text(content: Any) -> str:
