@@ -5,21 +5,14 @@ from __future__ import annotations
 
 import reflex as rx
 
+from components.progress import progress_bar
 from tutor.display import ModuleCard
 from tutor.state import HomeState
 
 
 def _progress(card: rx.Var[ModuleCard]) -> rx.Component:
     return rx.el.div(
-        rx.el.div(
-            rx.el.div(class_name="bar-fill", style={"width": card.percent.to_string() + "%"}),
-            class_name="bar",
-            role="progressbar",
-            aria_valuemin=0,
-            aria_valuemax=100,
-            aria_valuenow=card.percent,
-            aria_label="Your progress in " + card.title,
-        ),
+        progress_bar(card.percent, label="Your progress in " + card.title),
         rx.el.p(
             rx.el.strong(card.percent.to_string() + "%"),
             " · " + card.covered.to_string() + " of " + card.topics.to_string() + " topics covered",

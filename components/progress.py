@@ -9,20 +9,24 @@ from tutor.state import ChatState
 _P = ChatState.progress
 
 
+def progress_bar(percent: rx.Var[int], *, label: rx.Var[str] | str, **props) -> rx.Component:
+    """An accessible bar for a whole-number percentage (chat header, module cards)."""
+    return rx.el.div(
+        rx.el.div(class_name="bar-fill", style={"width": percent.to_string() + "%"}),
+        class_name="bar",
+        role="progressbar",
+        aria_valuemin=0,
+        aria_valuemax=100,
+        aria_valuenow=percent,
+        aria_label=label,
+        **props,
+    )
+
+
 def progress_panel() -> rx.Component:
     return rx.el.section(
         rx.el.div(
-            rx.el.div(
-                rx.el.div(class_name="bar-fill", style={"width": _P.percent.to_string() + "%"}),
-                class_name="bar",
-                role="progressbar",
-                aria_valuemin=0,
-                aria_valuemax=100,
-                aria_valuenow=_P.percent,
-                aria_valuetext=_P.summary,
-                aria_label="Module progress",
-                id="progress-bar",
-            ),
+            progress_bar(_P.percent, label="Module progress", aria_valuetext=_P.summary, id="progress-bar"),
             rx.el.strong(_P.percent.to_string() + "%", id="progress-percent", class_name="progress-percent"),
             class_name="progress-row",
         ),
