@@ -125,9 +125,6 @@ class Engine:
             ).all()
             return [MessageView.from_row(r) for r in rows]
 
-    def conversation(self, conversation_id: int) -> ConversationView:
-        return self._view(conversation_id)
-
     # ------------------------------------------------------------------------- turns
 
     async def send(self, conversation_id: int, learner_input: LearnerInput) -> TurnResult:
@@ -178,15 +175,20 @@ class Engine:
         the tutor is still answering), or _OPENING for a conversation with no messages."""
         with self.store.session() as s:
             rows = s.exec(
-                select(Message).where(Message.conversation_id == conversation_id).order_by("seq")
+                select(Message.seq, Message.role, Message.reply_to_seq)
+                .where(Message.conversation_id == conversation_id)
+                .order_by(col(Message.seq))
             ).all()
-        if not rows:
-            return _OPENING
-        answered = {r.reply_to_seq for r in rows if r.role == "tutor"}
-        for row in rows:
-            if row.role == "learner" and row.seq not in answered:
-                return _pending_from_row(row)
-        return None
+            if not rows:
+                return _OPENING
+            answered = {reply_to for _, role, reply_to in rows if role == "tutor"}
+            seq = next((q for q, role, _ in rows if role == "learner" and q not in answered), None)
+            if seq is None:
+                return None
+            row = s.exec(
+                select(Message).where(Message.conversation_id == conversation_id, Message.seq == seq)
+            ).one()
+            return _pending_from_row(row)
 
     async def skip_form(self, conversation_id: int, form_id: str) -> bool:
         """The learner chose not to answer an open form (it stays on the page as skipped)."""
