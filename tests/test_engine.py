@@ -226,6 +226,17 @@ def test_a_message_sent_while_the_tutor_answers_gets_its_own_reply(engine, store
     assert [r.reply_to_seq for r in replies] == [None, first.learner.seq, second.learner.seq]
 
 
+def test_reopening_sees_a_reply_still_owed_even_when_it_is_not_the_last_message(engine):
+    conv = run(engine.open("gus", MODULE))
+    assert not run(engine.open("gus", MODULE)).awaiting_reply
+    first = run(engine.accept(conv.id, LearnerInput(text="What is the fight or flight response?")))
+    run(engine.accept(conv.id, LearnerInput(text="And what about avoidance?")))
+    run(engine.respond(first))  # the last message is now a reply, yet one is still owed
+    assert run(engine.open("gus", MODULE)).awaiting_reply
+    run(engine.respond_pending(conv.id))
+    assert not run(engine.open("gus", MODULE)).awaiting_reply
+
+
 def test_migration_links_existing_replies_to_the_message_they_answer(tmp_path):
     from alembic import command
     from alembic.config import Config

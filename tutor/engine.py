@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from sqlmodel import Session, col, func, select
@@ -181,8 +182,7 @@ class Engine:
             ).all()
             if not rows:
                 return _OPENING
-            answered = {reply_to for _, role, reply_to in rows if role == "tutor"}
-            seq = next((q for q, role, _ in rows if role == "learner" and q not in answered), None)
+            seq = _first_unanswered(rows)
             if seq is None:
                 return None
             row = s.exec(
@@ -486,12 +486,15 @@ class Engine:
             learner = s.get(Learner, conv.learner_id)
             state = _load_progress(s, conv.learner_id, conv.module_id)
         module = self.library.get(conv.module_id)
+        messages = self.history(conversation_id)
+        unanswered = _first_unanswered((m.seq, m.role, m.reply_to_seq) for m in messages)
         return ConversationView(
             id=conversation_id,
             module_id=conv.module_id,
             learner_key=learner.key if learner else "",
-            messages=self.history(conversation_id),
+            messages=messages,
             progress=_progress_view(module, state, None),
+            awaiting_reply=not messages or unanswered is not None,
         )
 
 
@@ -508,6 +511,14 @@ def _attempt_detail(attempt: Any) -> dict[str, Any]:
     """What an attempt record knows beyond the audit table's own columns."""
     data = attempt.to_json_dict() if hasattr(attempt, "to_json_dict") else {}
     return {k: v for k, v in data.items() if k not in _AUDIT_COLUMNS}
+
+
+def _first_unanswered(rows: Iterable[tuple[int, str, int | None]]) -> int | None:
+    """The seq of the oldest learner message no reply answers, from (seq, role,
+    reply_to_seq) rows in order."""
+    rows = list(rows)
+    answered = {reply_to for _, role, reply_to in rows if role == "tutor"}
+    return next((seq for seq, role, _ in rows if role == "learner" and seq not in answered), None)
 
 
 def _pending_from_row(row: Message) -> PendingTurn:

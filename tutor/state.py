@@ -155,7 +155,7 @@ class ChatState(TutorState):
         self._show_history(view.messages)
         self._set_progress(view.progress, celebrate=False)
         self.loaded = True
-        if not view.messages or view.messages[-1].role == "learner":
+        if view.awaiting_reply:
             # A new conversation, or a turn a restart cut short: the tutor answers now.
             self.thinking = True
             self._requested += 1

@@ -21,6 +21,7 @@ class MessageView:
     outcome: str | None = None
     flags: list[str] = field(default_factory=list)
     form_states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reply_to_seq: int | None = None  # tutor: the learner message this answers
     created_at: str = ""
 
     @classmethod
@@ -38,6 +39,7 @@ class MessageView:
             outcome=row.outcome,
             flags=row.flags,
             form_states=row.form_states,
+            reply_to_seq=row.reply_to_seq,
             created_at=iso_utc(row.created_at),
         )
 
@@ -74,6 +76,9 @@ class ConversationView:
     learner_key: str
     messages: list[MessageView]
     progress: ProgressView
+    # The tutor still owes a reply: the opening turn, or a learner message not yet answered
+    # (say, a restart cut the turn short).
+    awaiting_reply: bool = False
 
 
 @dataclass(frozen=True)
