@@ -61,8 +61,12 @@ class HomeState(TutorState):
     confirm_restart: str = ""  # the module whose "start over" waits for a confirmation
 
     @rx.event
-    def load(self) -> None:
+    async def load(self) -> None:
         key = self.ensure_learner()
+        # A tab keeps its chat state across pages: clear it here, so the chat page never
+        # shows the previous visit's conversation while it loads the next one.
+        chat = await self.get_state(ChatState)
+        chat._reset_view()
         engine = get_engine()
         active = {c.module_id: c for c in engine.conversations(key) if c.status == "active"}
         self.modules = [
@@ -165,6 +169,9 @@ class ChatState(TutorState):
     def _reset_view(self) -> None:
         self.load_error = ""
         self.loaded = False
+        self.module_title = ""
+        self.conversation_id = 0
+        self.progress = ProgressItem()
         self._show_history([])
         self.thinking = False
         self.input_error = self.operator_notice = self.announcement = self.milestone = ""
