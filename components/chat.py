@@ -1,6 +1,7 @@
 """The chat page: progress header, the conversation, the typing indicator and the message
 box. The message box is never disabled: the learner may always type, even while the
-tutor thinks or a form is open."""
+tutor thinks or a form is open. A slow turn shows it is alive: beside Stop, how long the
+tutor has been at it ("Thinking… 12 s", "Writing… 40 s"), counted in the browser."""
 
 from __future__ import annotations
 
@@ -11,6 +12,38 @@ from components.message import message
 from components.progress import milestone_banner, progress_panel
 from components.streaming import streaming_reply
 from tutor.state import ChatState, live_buckets
+
+
+# Counted in the browser, so a slow turn costs no server push a second: from the moment
+# Stop appears (the tutor is busy) until it goes; shown once it is more than a moment.
+_ELAPSED_JS = r"""
+if (!window.__tutorElapsed) {
+  window.__tutorElapsed = true;
+  const SHOW_AFTER_S = 3;
+  const narrow = window.matchMedia('(max-width: 480px)');
+  setInterval(() => {
+    const el = document.getElementById('turn-elapsed');
+    if (!el) { return; }
+    if (!el.dataset.since) { el.dataset.since = String(Date.now()); }
+    const s = Math.floor((Date.now() - Number(el.dataset.since)) / 1000);
+    const doing = document.getElementById('streaming-reply') ? 'Writing…' : 'Thinking…';
+    const text = s < SHOW_AFTER_S ? '' : (narrow.matches ? `${s} s` : `${doing} ${s} s`);
+    if (el.textContent !== text) {
+      el.textContent = text;
+      el.style.display = text ? 'inline' : 'none';
+    }
+  }, 250);
+}
+"""
+
+
+def _elapsed() -> rx.Component:
+    return rx.el.span(
+        id="turn-elapsed",
+        role="timer",  # not announced every second; the status below says the tutor is busy
+        style={"display": "none", "align_self": "center", "color": "var(--muted)", "font_size": ".85rem",
+               "white_space": "nowrap", "font_variant_numeric": "tabular-nums"},
+    )
 
 
 def _composer() -> rx.Component:
@@ -29,6 +62,7 @@ def _composer() -> rx.Component:
         ),
         rx.el.div(
             # Stop ends the reply being written; what arrived so far is kept.
+            rx.cond(ChatState.thinking, _elapsed()),
             rx.cond(
                 ChatState.thinking,
                 rx.el.button(
@@ -136,5 +170,6 @@ def chat_page() -> rx.Component:
             role="status", class_name="sr-only", id="thinking-status",
         ),
         chat_behaviour(),
+        rx.script(_ELAPSED_JS),
         class_name="page chat",
     )

@@ -9,6 +9,8 @@ what we sent: bodies, headers, temperatures, re-ask text.
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -34,6 +36,8 @@ class Scripted:
     chunk_delay_s: float = 0.0  # sleep between stream chunks
     stall_after: int | None = None  # stop sending after this many chunks and hang for delay_s
     drop: bool = False  # close the connection without any answer
+    hang: bool = False  # never answer, not even the headers, until the client goes away
+    byte_delay_s: float = 0.0  # write the event stream one byte at a time, this far apart
 
 
 @dataclass
@@ -58,6 +62,8 @@ class FakeLLMServer:
         self.kind = kind
         self.path = PATHS[kind]
         self.requests: list[RecordedRequest] = []
+        self.disconnects = 0  # answers the client walked away from (hung up mid-answer)
+        self.stopping = threading.Event()  # ends hanging and trickling answers at stop()
         self.default: Callable[[RecordedRequest], Scripted] | None = None
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
@@ -80,6 +86,7 @@ class FakeLLMServer:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -140,9 +147,30 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             try:
                 self._answer(scripted)
             except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a timeout test); nothing to do
+                self._gone()  # the client gave up (a timeout test); nothing to do
+
+        def _gone(self) -> None:
+            with server._lock:
+                server.disconnects += 1
+
+        def _client_left(self, wait_s: float) -> bool:
+            """True once the client has closed its end (waits up to wait_s to see)."""
+            readable, _, _ = select.select([self.connection], [], [], wait_s)
+            if not readable:
+                return False
+            try:
+                return self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
 
         def _answer(self, s: Scripted) -> None:
+            if s.hang:
+                while not server.stopping.is_set():
+                    if self._client_left(0.05):
+                        self._gone()
+                        break
+                self.close_connection = True
+                return
             if s.delay_s and s.stall_after is None:
                 time.sleep(s.delay_s)
             if s.drop:
@@ -158,6 +186,9 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 for k, v in s.headers.items():
                     self.send_header(k, v)
                 self.end_headers()
+                if s.byte_delay_s:
+                    self._trickle("".join(s.sse_chunks).encode("utf-8"), s.byte_delay_s)
+                    return
                 for i, chunk in enumerate(s.sse_chunks):
                     if s.stall_after is not None and i == s.stall_after:
                         time.sleep(s.delay_s)
@@ -168,6 +199,14 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                         time.sleep(s.chunk_delay_s)
                 return
             self._send_json(s.status, s.body, s.headers)
+
+        def _trickle(self, data: bytes, delay_s: float) -> None:
+            """Every read gets a byte, so no per-read timeout ever fires."""
+            for i in range(len(data)):
+                if server.stopping.wait(delay_s):
+                    return
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
 
         def _send_json(self, status: int, body: Any, headers: dict[str, str]) -> None:
             if isinstance(body, bytes):

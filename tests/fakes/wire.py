@@ -98,7 +98,7 @@ def openai_stream_chunks(
 
 
 def openai_stream(content: str, **kw: Any) -> Scripted:
-    delays = {k: kw.pop(k) for k in ("chunk_delay_s", "stall_after", "delay_s") if k in kw}
+    delays = {k: kw.pop(k) for k in ("chunk_delay_s", "stall_after", "delay_s", "byte_delay_s") if k in kw}
     return Scripted(200, sse_chunks=openai_stream_chunks(content, **kw), **delays)
 
 
@@ -180,5 +180,5 @@ def anthropic_stream_chunks(
 
 
 def anthropic_stream(json_text: str | None = None, **kw: Any) -> Scripted:
-    delays = {k: kw.pop(k) for k in ("chunk_delay_s", "stall_after", "delay_s") if k in kw}
+    delays = {k: kw.pop(k) for k in ("chunk_delay_s", "stall_after", "delay_s", "byte_delay_s") if k in kw}
     return Scripted(200, sse_chunks=anthropic_stream_chunks(json_text, **kw), **delays)

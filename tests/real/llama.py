@@ -251,6 +251,7 @@ class LlamaServer:
             temperature=0.7,
             max_tokens=500,
             timeout_s=180.0,
+            deadline_s=300.0,  # a busy 2-core machine: the tiny model may take minutes
             max_retries=1,
             retry_base_delay_s=0.05,
             retry_max_delay_s=0.5,

@@ -36,6 +36,7 @@ def tutor_eval(llama, *args: str, stream: bool) -> subprocess.CompletedProcess:
         "TUTOR_LLM_MAX_TOKENS": str(MAX_TOKENS),
         "TUTOR_LLM_STREAM": "1" if stream else "0",
         "TUTOR_LLM_TIMEOUT": "180",
+        "TUTOR_LLM_DEADLINE": "300",
         "TUTOR_MODULES_DIR": str(ROOT / "modules"),
     }
     for name in ("TUTOR_LLM_API_KEY", "TUTOR_LLM_STRATEGY", "TUTOR_LLM_TEMPERATURE"):

@@ -36,6 +36,9 @@ class LLMSettings:
     max_retries: int = 2  # extra tries per call for timeouts, connection errors, 429, 5xx
     retry_base_delay_s: float = 0.5  # first backoff; doubles per try, with jitter
     retry_max_delay_s: float = 20.0  # cap for backoff and for a server's Retry-After
+    # One deadline for a turn's model work: every try, its backoff, the re-ask. Timeouts are
+    # per read, so without it a trickling or silent server could hold a turn for minutes.
+    deadline_s: float = 90.0
     stream: bool = False  # turns are streamed (the default for HTTP backends: TUTOR_LLM_STREAM=1)
     turn_token_budget: int | None = None  # per model call: estimated prompt + max_tokens
     conversation_token_budget: int | None = None  # tokens spent over a whole conversation
@@ -70,6 +73,7 @@ class LLMSettings:
             max_retries=get.integer("TUTOR_LLM_MAX_RETRIES", 2, low=0, high=10),
             retry_base_delay_s=get.number("TUTOR_LLM_RETRY_BASE_DELAY", 0.5, low=0.0),
             retry_max_delay_s=get.number("TUTOR_LLM_RETRY_MAX_DELAY", 20.0, low=0.0),
+            deadline_s=get.number("TUTOR_LLM_DEADLINE", 90.0, low=1.0),
             # Streaming is the default for HTTP backends: the learner sees the reply as it
             # is written, and Stop and the repetition watcher can cut it short.
             stream=get.flag("TUTOR_LLM_STREAM", default=provider != "builtin"),
@@ -208,6 +212,7 @@ _EXAMPLES = {
     "TUTOR_LLM_TEMPERATURE": "0.7",
     "TUTOR_LLM_MAX_TOKENS": "2048",
     "TUTOR_LLM_TIMEOUT": "60",
+    "TUTOR_LLM_DEADLINE": "90",
     "TUTOR_LLM_MAX_RETRIES": "2",
     "TUTOR_TURN_TOKEN_BUDGET": "16000",
     "TUTOR_CONVERSATION_TOKEN_BUDGET": "400000",

@@ -97,6 +97,26 @@ class RoleOrderRejected(BadRequest):
     """The server's chat template refused the order of roles (e.g. two user messages in a row)."""
 
 
+class DeadlineExceeded(LLMError):
+    """The turn's model work ran past TUTOR_LLM_DEADLINE (transport retries, their backoff
+    and the re-ask all count). Not retried: the turn ends with what had arrived, or a calm
+    apology, and the learner can go on."""
+
+    def __init__(self, deadline_s: float, elapsed_s: float, *, after: LLMError | None = None):
+        cause = f"; the last try failed: {after.message}" if after is not None else ""
+        super().__init__(
+            f"no complete reply within TUTOR_LLM_DEADLINE={deadline_s:g}s ({elapsed_s:.1f}s into the turn){cause}",
+            operator_hint=(
+                f"The model did not finish this turn within TUTOR_LLM_DEADLINE={deadline_s:g}s (retries "
+                "and the re-ask included), so it was cut off: check the server's load, lower "
+                "TUTOR_LLM_MAX_TOKENS, or raise TUTOR_LLM_DEADLINE for a slow model"
+                + (f" (last error: {after.operator_message})" if after is not None else "")
+            ),
+        )
+        self.deadline_s = deadline_s
+        self.elapsed_s = elapsed_s
+
+
 class ProviderFailure(LLMError):
     """A provider raised something that is not an LLMError (a bug, kept from the learner)."""
 

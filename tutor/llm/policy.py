@@ -13,6 +13,19 @@ With streaming on (the default for HTTP backends), each attempt is read by
 `streaming.read_stream`: a listener sees the text grow, a repetition watcher cuts a looping
 reply early (treated like a reply cut at the token limit: `repetition`, then the re-ask),
 and the learner's Stop ends the turn at once with what had arrived (`stopped`, no re-ask).
+
+The turn has ONE deadline, `TUTOR_LLM_DEADLINE` seconds from the start of `run_turn`:
+every provider call gets what is left of it (streamed reads race it like Stop, a whole
+reply is awaited under `asyncio.timeout_at`), and a retry whose backoff would end past it
+is not made. When it passes, the call in flight is cancelled (the HTTP stream closes), the
+audit row says outcome `deadline`, and the turn ends at once, never re-asked:
+
+- what the learner already saw is kept, as for Stop: a reply the contract's ladder can
+  recover, else its complete text blocks (`partial`), flagged `deadline`. Nothing needs an
+  operator there (like a `truncated` reply that was repaired), so no `needs_review`;
+- with nothing to keep, it fails closed like a transport failure: the raw text of a failed
+  first reply when it is worth showing, else the calm `DEADLINE_TEXT` apology; flags
+  `deadline`, `needs_review` (and `fallback_apology`).
 """
 
 from __future__ import annotations
@@ -25,15 +38,22 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, replace
 
-from tutor.contract import ParsedReply, TutorResponse
+from tutor.contract import ParsedReply, TutorResponse, parse
 from tutor.contract.partial import preview
 from tutor.llm.base import Completion, CompletionRequest, Provider
 from tutor.llm.budget import BudgetCheck, check_budget, estimate_text_tokens, estimate_tokens, trim_harder
 from tutor.llm.context import context_window, learn
 from tutor.llm.config import LLMSettings
-from tutor.llm.errors import ContextOverflow, LLMError, ProviderFailure, RateLimited
+from tutor.llm.errors import ContextOverflow, DeadlineExceeded, LLMError, ProviderFailure, RateLimited
 from tutor.llm.reask import Tried, build_reask, classify
-from tutor.llm.replies import APOLOGY_TEXT, BUDGET_TEXT, STOPPED_TEXT, apology_response, looks_like_refusal
+from tutor.llm.replies import (
+    APOLOGY_TEXT,
+    BUDGET_TEXT,
+    DEADLINE_TEXT,
+    STOPPED_TEXT,
+    apology_response,
+    looks_like_refusal,
+)
 from tutor.llm.streaming import TurnListener, read_stream
 
 __all__ = [
@@ -59,7 +79,8 @@ class AttemptRecord:
     latency_ms: float
     tokens_in: int = 0
     tokens_out: int = 0
-    outcome: str = "invalid"  # valid | repaired | invalid | error (no completion) | skipped (budget)
+    # valid | repaired | invalid | error (no completion) | skipped (budget) | deadline (cut off)
+    outcome: str = "invalid"
     flags: list[str] = field(default_factory=list)
     error_class: str | None = None
     kind: str = "first"  # first | retry (same request after a transport fault) | reask
@@ -110,6 +131,14 @@ class _Turn:
         self.trimmed = False  # a context overflow made us cut the history
         self.records: list[AttemptRecord] = []
         self.tokens_used = 0
+        self.loop = asyncio.get_running_loop()
+        self.started = self.loop.time()
+        self.deadline = self.started + settings.deadline_s  # event-loop (monotonic) time
+        self.late: DeadlineExceeded | None = None  # set once the deadline has cut the turn
+
+    def _deadline_passed(self, after: LLMError | None = None) -> DeadlineExceeded:
+        self.late = DeadlineExceeded(self.settings.deadline_s, self.loop.time() - self.started, after=after)
+        return self.late
 
     def _record(self, request: CompletionRequest, kind: str, latency_ms: float, **kw) -> AttemptRecord:
         kw.setdefault("model", self.provider.model)
@@ -154,18 +183,33 @@ class _Turn:
                                         operator_hint=f"The {self.provider.name} provider failed: {exc!r}")
             else:
                 return self._finish(request, kind if retry == 0 else "retry", started, completion)
-            self._record(request, kind if retry == 0 else "retry", (time.perf_counter() - started) * 1000,
-                         outcome="error", error_class=type(error).__name__, http_status=error.status,
-                         error=error.message[:300])
+            late = isinstance(error, DeadlineExceeded)
+            record = self._record(request, kind if retry == 0 else "retry", (time.perf_counter() - started) * 1000,
+                                  outcome="deadline" if late else "error", flags=["deadline"] if late else [],
+                                  error_class=type(error).__name__, http_status=error.status,
+                                  error=error.message[:300])
             if not error.retryable or retry == self.settings.max_retries:
                 return Tried(error=error)
-            await self.sleep(backoff_delay(self.settings, retry, error))
+            delay = backoff_delay(self.settings, retry, error)
+            if self.loop.time() + delay >= self.deadline:
+                # No time for another try: end the turn now rather than sleep to no purpose.
+                record.flags.append("deadline")
+                return Tried(error=self._deadline_passed(after=error))
+            await self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _call(self, request: CompletionRequest) -> Completion:
         if self.settings.stream and hasattr(self.provider, "stream"):
-            return await read_stream(self.provider, request, listener=self.listener, stop=self.stop)
-        return await self.provider.complete(request)
+            return await read_stream(self.provider, request, listener=self.listener, stop=self.stop,
+                                     deadline=self.deadline)
+        timeout = asyncio.timeout_at(self.deadline)
+        try:
+            async with timeout:
+                return await self.provider.complete(request)
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            raise self._deadline_passed() from None
 
     def _finish(self, request: CompletionRequest, kind: str, started: float, completion: Completion) -> Tried:
         latency = (time.perf_counter() - started) * 1000
@@ -181,18 +225,22 @@ class _Turn:
         flags += [f for f in (parsed.flags if parsed else []) if f not in flags]
         if completion.finish_reason == "length" and "truncated" not in flags:
             flags.append("truncated")
-        if completion.finish_reason in ("repetition", "stopped"):
+        if completion.finish_reason in ("repetition", "stopped", "deadline"):
             flags.append(completion.finish_reason)
         if result.problem == "refusal" and "refusal" not in flags:
             flags.append("refusal")
         problem_class = {"refusal": "Refusal", "empty": "EmptyReply", "invalid": "InvalidReply",
                          "truncated": "TruncatedReply"}
+        outcome = "invalid" if result.problem else parsed.outcome
+        error_class, error = problem_class.get(result.problem or ""), None
+        if completion.finish_reason == "deadline":
+            outcome, error_class = "deadline", DeadlineExceeded.__name__
+            error = self._deadline_passed().message[:300]
         self._record(
             request, kind, latency,
             model=completion.model or self.provider.model,
             tokens_in=tokens_in, tokens_out=tokens_out,
-            outcome="invalid" if result.problem else parsed.outcome,
-            flags=flags, error_class=problem_class.get(result.problem or ""),
+            outcome=outcome, flags=flags, error_class=error_class, error=error,
             finish_reason=completion.finish_reason, strict_json=_strict_json(completion.text),
         )
         return result
@@ -225,7 +273,8 @@ async def run_turn(
     """One tutor turn's model work. Never raises for model or transport trouble.
 
     `listener` hears the reply grow (streaming) and the re-ask; setting `stop` ends the
-    turn at once with what had arrived, flagged `stopped`."""
+    turn at once with what had arrived, flagged `stopped`. All of it ends by
+    `settings.deadline_s` (see the module's docstring)."""
     turn = _Turn(provider, settings, sleep, listener, stop)
     window = await context_window(settings, getattr(provider, "client", None))
     check = check_budget(request, settings, conversation_tokens_used=conversation_tokens_used,
@@ -239,15 +288,16 @@ async def run_turn(
     first = await turn.attempt(check.request, "first")
     if turn.trimmed and "history_trimmed" not in extra:
         extra.append("history_trimmed")
-    if _was_stopped(first):
-        return turn.result(_stopped(first, *extra), first.completion)
+    if _cut_short(first):
+        return turn.result(_cut(first, [first], fallback_suggestion, *extra), first.completion, _late(turn))
     if first.usable:
         return turn.result(_with_flags(first.parsed, *extra, *_truncated(first)), first.completion)
     if first.error is not None:
         hint = first.error.operator_message
         if first.error.retryable:
             hint += f" (gave up after {settings.max_retries + 1} tries)"
-        return turn.result(_fallback([first], fallback_suggestion, *extra, "transport_error"), None, hint)
+        fault = "deadline" if turn.late else "transport_error"
+        return turn.result(_fallback([first], fallback_suggestion, *extra, fault), None, hint)
 
     tries = [first]
     operator_message = None
@@ -258,13 +308,14 @@ async def run_turn(
         if listener is not None:
             await listener.status("reasking")
         second = await turn.attempt(check2.request, "reask")
-        if _was_stopped(second):
-            return turn.result(_stopped(second, *extra, *_repeated(first), "reasked"), second.completion)
+        if _cut_short(second):
+            return turn.result(_cut(second, [second, first], fallback_suggestion, *extra, *_repeated(first),
+                                    "reasked"), second.completion, _late(turn))
         if second.usable:
             return turn.result(_with_flags(second.parsed, *extra, *_truncated(second), *_repeated(first),
                                            "reasked"), second.completion)
         tries.insert(0, second)
-        extra += [*_repeated(first), "reasked"]
+        extra += [*_repeated(first), "reasked", *(["deadline"] if turn.late else [])]
         if second.error is not None:
             operator_message = second.error.operator_message
     else:  # no room for a re-ask: fail closed with what attempt 1 gave
@@ -286,36 +337,49 @@ def _repeated(t: Tried) -> list[str]:
     return ["repetition"] if t.completion is not None and t.completion.finish_reason == "repetition" else []
 
 
-def _was_stopped(t: Tried) -> bool:
-    return t.completion is not None and t.completion.finish_reason == "stopped"
+def _cut_short(t: Tried) -> bool:
+    """Ended by the learner's Stop or by the deadline: never re-asked."""
+    return t.completion is not None and t.completion.finish_reason in ("stopped", "deadline")
 
 
-def _stopped(t: Tried, *extra: str) -> ParsedReply:
-    """The learner pressed Stop: keep what was honestly recovered of the text so far (the
-    contract's ladder, else the text blocks a preview could read), never re-ask."""
+def _late(turn: _Turn) -> str | None:
+    return turn.late.operator_message if turn.late is not None else None
+
+
+def _cut(t: Tried, tries: list[Tried], suggestion: str | None, *extra: str) -> ParsedReply:
+    """A reply cut short (Stop, the deadline) keeps what was honestly recovered of the text
+    so far: the contract's ladder, else the text blocks a preview could read. With nothing
+    to keep, Stop says so calmly and the deadline fails closed (`tries`, newest first)."""
     assert t.completion is not None
-    raw = t.completion.text
-    if t.parsed is not None and t.parsed.response is not None and t.parsed.outcome != "invalid":
-        return _with_flags(t.parsed, *extra, "stopped")
+    reason, raw = t.completion.finish_reason or "stopped", t.completion.text
+    parsed = parse(raw, finish_reason="length")  # as unfinished as a reply cut at the limit
+    if parsed.response is not None and parsed.outcome != "invalid":
+        return _with_flags(parsed, *extra, reason)
     blocks = [{"type": b.type, "content": b.content, **({"level": b.level} if b.level else {})}
               for b in preview(raw).blocks if b.content.strip()]
     if blocks:
         response = TutorResponse.model_validate(
             {"content": {"text_blocks": blocks}, "meta": {"response_type": "conversational"}})
-        return ParsedReply("repaired", response, [*extra, "partial", "stopped"], [], raw)
+        return ParsedReply("repaired", response, [*extra, "partial", reason], [], raw)
+    if reason == "deadline":
+        return _fallback(tries, suggestion, *extra, "deadline")
     response = apology_response(STOPPED_TEXT)
     response.meta.response_type = "conversational"
     return ParsedReply("invalid", response, [*extra, "stopped"], ["stopped before any text"], raw)
 
 
 def _fallback(tries: list[Tried], suggestion: str | None, *extra: str) -> ParsedReply:
-    """Fail closed: raw text as markdown when there is some worth showing, else an apology."""
+    """Fail closed: raw text as markdown when there is some worth showing (never a reply
+    the deadline cut: its readable part was already kept), else an apology."""
     for t in tries:  # newest first
-        if t.showable and t.parsed is not None:
+        if t.showable and t.parsed is not None and not _cut_short(t):
             return _with_flags(t.parsed, *_truncated(t), *extra, "needs_review")
     raw = next((t.completion.text for t in tries if t.completion and t.completion.text.strip()), "")
-    reasons = [p for t in tries if (p := t.problem or (t.error and "transport_error"))]
+    late = "deadline" in extra
+    reasons = [p for t in tries if (p := "deadline" if _cut_short(t) or isinstance(t.error, DeadlineExceeded)
+                                    else t.problem or (t.error and "transport_error"))]
     errors = [f"no usable reply: {', '.join(dict.fromkeys(reasons)) or 'transport error'}"]
     flags = ["refusal"] if "refusal" in reasons else []
-    apology = ParsedReply("invalid", apology_response(APOLOGY_TEXT, suggestion), [], errors, raw)
+    apology = ParsedReply("invalid", apology_response(DEADLINE_TEXT if late else APOLOGY_TEXT, suggestion),
+                          [], errors, raw)
     return _with_flags(apology, *flags, *extra, "needs_review", "fallback_apology")

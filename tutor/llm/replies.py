@@ -1,5 +1,6 @@
 """What the tutor says itself when a model cannot be heard: calm apologies, the words for
-a stopped reply and a spent budget, and how a refusal is recognised."""
+a stopped reply, a reply that took too long and a spent budget, and how a refusal is
+recognised."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import re
 
 from tutor.contract import TutorResponse
 
-__all__ = ["APOLOGY_TEXT", "BUDGET_TEXT", "STOPPED_TEXT", "apology_response", "looks_like_refusal"]
+__all__ = ["APOLOGY_TEXT", "BUDGET_TEXT", "DEADLINE_TEXT", "STOPPED_TEXT", "apology_response",
+           "looks_like_refusal"]
 
 APOLOGY_TEXT = (
     "Sorry, I couldn't put together a proper reply just now. Your message is saved: you can "
     "send it again, say it another way, or carry on with the lesson."
+)
+DEADLINE_TEXT = (
+    "Sorry, that was taking too long, so I stopped. Your message is saved: you can send it "
+    "again, say it another way, or carry on with the lesson."
 )
 STOPPED_TEXT = "You stopped this reply before the tutor wrote anything. Ask again, or carry on."
 BUDGET_TEXT = (

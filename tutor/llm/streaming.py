@@ -7,7 +7,10 @@
 - stops at once when the `stop` event is set: the read in flight is cancelled, which
   closes the HTTP stream, and the Completion says `finish_reason="stopped"`;
 - feeds every delta to a RepetitionWatcher; a looping reply is cut there
-  (`finish_reason="repetition"`) instead of being paid for up to the token limit.
+  (`finish_reason="repetition"`) instead of being paid for up to the token limit;
+- ends at the turn's `deadline` (event-loop time) like a Stop (`finish_reason="deadline"`):
+  HTTP timeouts are per read, so a server trickling a byte a second, or one that never
+  sends its headers, would otherwise hold the turn for as long as it likes.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ async def read_stream(
     *,
     listener: TurnListener | None = None,
     stop: asyncio.Event | None = None,
+    deadline: float | None = None,
 ) -> Completion:
+    loop = asyncio.get_running_loop()
     stream = provider.stream(request)
     watcher = RepetitionWatcher()
     reader = stream.__aiter__()
@@ -48,16 +53,20 @@ async def read_stream(
     text, cut = "", None
     try:
         while True:
-            if stop_wait is None:
+            if stop_wait is None and deadline is None:
                 try:
                     delta = await reader.__anext__()
                 except StopAsyncIteration:
                     break
             else:
+                # Each read races the learner's Stop and the deadline; the read in flight may
+                # be the request itself (connecting, waiting for the headers).
                 pending = asyncio.ensure_future(reader.__anext__())
-                await asyncio.wait({pending, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                waits = {pending} if stop_wait is None else {pending, stop_wait}
+                timeout = None if deadline is None else max(0.0, deadline - loop.time())
+                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 if not pending.done():
-                    cut = "stopped"
+                    cut = "stopped" if stop_wait is not None and stop_wait.done() else "deadline"
                     break
                 try:
                     delta = pending.result()
