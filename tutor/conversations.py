@@ -22,7 +22,9 @@ from tutor.forms import FormInputError, summarize_answers, validate_answers
 from tutor.llm.base import ChatMessage, LearnerInput
 from tutor.progress import ProgressState
 from tutor.settings import MAX_MESSAGE_CHARS
-from tutor.store import AuditEvent, Conversation, Learner, Message, ProgressRecord, Store, iso_utc, utcnow
+from tutor.store import (
+    AuditEvent, Conversation, Learner, Message, ProgressRecord, RiskEvent, Store, iso_utc, utcnow,
+)
 from tutor.views import ConversationSummary, MessageView
 
 # What the model reads in place of a reply that could not be shown as a lesson: short,
@@ -300,8 +302,10 @@ def store_reply(
     attempts: list[Any],
     state: ProgressState,
     reply_to_seq: int | None,
+    risks: Iterable[RiskEvent] = (),
 ) -> MessageView:
-    """The tutor's reply, one audit row per model call, and the learner's progress."""
+    """The tutor's reply, one audit row per model call, the learner's progress, and the
+    safety screen's flags for review, in one transaction."""
     forms = (shown.content.forms or []) if shown else []
     with store.session() as s:
         row = Message(
@@ -319,6 +323,9 @@ def store_reply(
         s.flush()
         for attempt in attempts:
             s.add(_audit_row(conv.id or 0, row.id, attempt))
+        for risk in risks:
+            risk.reply_id = row.id
+            s.add(risk)
         record = progress_row(s, conv.learner_id, module_id)
         payload = state.to_dict()
         record.covered_json = json.dumps(list(payload["covered"]))

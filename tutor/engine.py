@@ -10,6 +10,7 @@ it is written (`listener`) and stop it (`Engine.stop`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 from tutor import conversations as db
@@ -23,7 +24,8 @@ from tutor.llm.policy import PolicyResult, apology_response, run_turn
 from tutor.llm.streaming import TurnListener
 from tutor.modules import Library, Module
 from tutor.progress import ProgressState
-from tutor.store import Store
+from tutor.risk.turn import FAILED_LABEL, SafetySettings, TurnScreen, safety_reply, screen_turn
+from tutor.store import RiskEvent, Store
 from tutor.views import ConversationSummary, ConversationView, MessageView, ProgressView, TurnResult
 
 __all__ = ["Engine", "InputError", "PendingTurn"]
@@ -37,11 +39,15 @@ ENGINE_ERROR_TEXT = (
 
 
 class Engine:
-    def __init__(self, store: Store, provider: Provider, library: Library, settings: LLMSettings) -> None:
+    def __init__(
+        self, store: Store, provider: Provider, library: Library, settings: LLMSettings,
+        safety: SafetySettings | None = None,
+    ) -> None:
         self.store = store
         self.provider = provider
         self.library = library
         self.settings = settings
+        self.safety = safety or SafetySettings()
         self._locks: dict[int, asyncio.Lock] = {}
         self._stops: dict[int, asyncio.Event] = {}  # turns being written, by conversation
 
@@ -127,10 +133,17 @@ class Engine:
         conv = await asyncio.to_thread(db.get_conversation, self.store, pending.conversation_id)
         module = self.library.get(conv.module_id)
         learner_input = pending.learner_input
+        # The safety screen comes before anything else is done with the learner's words.
+        screened = await screen_turn(
+            learner_input, pending.learner.text, self.library.safety_for(module.id), self.safety,
+            None if self.provider.name == "builtin" else self.provider, self.settings,
+        )
+        if screened.answers_with_safety:
+            return await self._safety_turn(pending, module, screened)
         detected = progress_mod.detect_text(module, _evidence_text(learner_input))
         if learner_input.is_form:
             detected |= progress_mod.detect_form(module, learner_input.form_id or "", learner_input.answers or {})
-        return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener)
+        return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener, screened)
 
     async def _respond(
         self,
@@ -139,6 +152,7 @@ class Engine:
         pending: PendingTurn | None,
         detected: frozenset[str],
         listener: TurnListener | None,
+        screened: TurnScreen | None = None,
     ) -> TurnResult:
         # Callers hold self._lock(conversation_id).
         upto = pending.learner.seq if pending else None
@@ -175,7 +189,8 @@ class Engine:
             db.store_reply, self.store, inputs.conversation, module.id,
             raw=parsed.raw, shown=shown, outcome=parsed.outcome,
             flags=list(dict.fromkeys([*parsed.flags, *result.flags])),
-            attempts=list(result.attempts), state=update.state, reply_to_seq=upto,
+            attempts=[*(screened.attempts if screened else ()), *result.attempts], state=update.state,
+            reply_to_seq=upto, risks=_risk_rows(pending, module, screened) if pending and screened else [],
         )
         return TurnResult(
             learner=pending.learner if pending else None,
@@ -183,6 +198,32 @@ class Engine:
             progress=_progress_view(module, update.state, update.milestone),
             attempts=list(result.attempts),
             operator_message=result.operator_message,
+        )
+
+    async def _safety_turn(self, pending: PendingTurn, module: Module, screened: TurnScreen) -> TurnResult:
+        """The author's safety reply, at once and with no model call; progress untouched.
+        The flags go to the review list with their evidence (offsets and hashes)."""
+        if screened.problem:
+            log.warning("safety screen failed closed in conversation %s: %s", pending.conversation_id,
+                        screened.problem)
+        log.info("safety reply in conversation %s: %s", pending.conversation_id, screened.turn_flags())
+        upto = pending.learner.seq
+        inputs = await asyncio.to_thread(db.turn_inputs, self.store, pending.conversation_id, module.id, upto)
+        update = progress_mod.reconcile(module, inputs.progress, frozenset(), [])
+        response = safety_reply(self.library.safety_for(module.id), screened, module.language)
+        risks = _risk_rows(pending, module, screened)
+        reply = await asyncio.to_thread(
+            db.store_reply, self.store, inputs.conversation, module.id,
+            raw=json.dumps(response.to_json_dict(), ensure_ascii=False),
+            shown=_with_server_meta(response, module, update), outcome="valid",
+            flags=screened.turn_flags(), attempts=screened.attempts, state=update.state,
+            reply_to_seq=upto, risks=risks,
+        )
+        return TurnResult(
+            learner=pending.learner, reply=reply, progress=_progress_view(module, update.state, None),
+            attempts=list(screened.attempts), operator_message=screened.problem,
+            risks=[{"label": r.label, "confidence": r.confidence, "source": r.source, "evidence": r.evidence}
+                   for r in risks],
         )
 
     async def _call_policy(
@@ -215,6 +256,21 @@ class Engine:
             progress=_progress_view(module, state, None),
             awaiting_reply=not messages or unanswered is not None,
         )
+
+
+def _risk_rows(pending: PendingTurn, module: Module, screened: TurnScreen) -> list[RiskEvent]:
+    """The screen's flags for the review list (low-confidence model flags included), and a
+    row saying the screen failed closed."""
+    rows = [
+        RiskEvent(conversation_id=pending.conversation_id, message_id=pending.learner.id, module_id=module.id,
+                  label=f.flag.label, confidence=f.flag.confidence, source=f.flag.source,
+                  evidence_json=json.dumps(f.evidence_dicts()))
+        for f in screened.flags
+    ]
+    if screened.failed:
+        rows.append(RiskEvent(conversation_id=pending.conversation_id, message_id=pending.learner.id,
+                              module_id=module.id, label=FAILED_LABEL, source="model"))
+    return rows
 
 
 def _evidence_text(learner_input: LearnerInput) -> str:

@@ -1,29 +1,48 @@
-"""Author modules: the YAML format as pydantic models, loading, and the author-facing check.
+"""Author modules: checking module files and loading a directory of them.
 
 A module that fails the check is never served: `load_library()` keeps it out of
 `Library.modules` and `Library.get()` raises `ModuleNotServable` with the same messages
-`tutor modules check` prints (``file:line: message``). The file format is documented in
-README and published as JSON Schema at modules/module.schema.json (`tutor modules schema`).
+`tutor modules check` prints (``file:line: message``). The format itself (pydantic models,
+published as JSON Schema at modules/module.schema.json) is `tutor.module_format`; its names
+are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
-from tutor.contract import Form, FormField, Media
 from tutor.contract.models import SNAKE_CASE
+from tutor.material import load_sources, material_findings
+from tutor.risk.config import DEFAULT_SAFETY_FILE, SafetyConfig, SafetyConfigError, load_safety, merged, override_findings
+from tutor.module_format import (
+    _CALLOUT,
+    ASSETS_DIR,
+    CALLOUT_TYPES,
+    DEFAULT_MILESTONES,
+    NAVIGATION_WORDS,
+    REPO_ROOT,
+    Module,
+    ModuleForm,
+    ModuleNotServable,
+    Phase,
+    Section,
+    Topic,
+    Variable,
+    schema_json,
+)
 from tutor.text import unresolved_variables, words
 
 __all__ = [
+    "ASSETS_DIR",
     "CALLOUT_TYPES",
+    "DEFAULT_MILESTONES",
+    "REPO_ROOT",
     "CheckResult",
     "Library",
     "Module",
@@ -39,148 +58,6 @@ __all__ = [
     "modules_dir",
     "schema_json",
 ]
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-# The app serves assets/ at the site root, so "/media/<module>/x.svg" must exist here.
-ASSETS_DIR = REPO_ROOT / "assets"
-DEFAULT_MILESTONES = [25, 50, 75, 100]
-# Authored callouts in topic content: a paragraph starting "!!! tip ..." becomes a tip block.
-CALLOUT_TYPES = ("info", "warning", "success", "tip")
-# The built-in tutor's navigation replies ("Continue", "Next: <title>") must never read as
-# evidence for a topic, so these words cannot be a keyword, alias or title on their own.
-NAVIGATION_WORDS = frozenset({"continue", "next"})
-_CALLOUT = re.compile(r"^\s*!!!\s*(\S*)")
-
-Id = Annotated[str, Field(pattern=SNAKE_CASE, description="stable snake_case id")]
-Text = Annotated[str, Field(min_length=1)]
-
-
-class ModuleNotServable(LookupError):
-    """A module id that is unknown or whose file fails the check; str() says why."""
-
-
-class _Strict(BaseModel):
-    # Unknown keys are errors: a misspelt `keyword:` would otherwise silently do nothing.
-    model_config = ConfigDict(extra="forbid")
-
-
-class ModuleFormField(FormField):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ModuleMedia(Media):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ModuleForm(Form):
-    """A RESPONSE_SCHEMA form plus the topics that answering it covers."""
-
-    model_config = ConfigDict(extra="forbid")
-    fields: list[ModuleFormField] = Field(min_length=1)
-    covers: list[Id] | None = Field(
-        default=None, min_length=1, description="topic ids answering covers; default: this topic"
-    )
-
-    @property
-    def form(self) -> Form:
-        """The form as the contract model, ready to send in a reply."""
-        return Form.model_validate(self.model_dump(exclude={"covers"}, exclude_none=True))
-
-
-class Topic(_Strict):
-    id: Id
-    title: Text
-    keywords: list[Text] = Field(
-        default_factory=list,
-        description="words/phrases whose mention shows engagement; matched as whole words, ignoring "
-        "case and accents, so list other word forms too (breath, breathe, breathing)",
-    )
-    aliases: list[Text] = Field(default_factory=list, description="other names, any language")
-    content: str | None = Field(
-        default=None,
-        description="markdown the built-in tutor teaches: '## ' headings, '-'/'1.' lists, '> ' quotes; "
-        "a paragraph starting '!!! info', '!!! warning', '!!! success' or '!!! tip' is a callout",
-    )
-    form: ModuleForm | None = None
-    media: list[ModuleMedia] = Field(default_factory=list)
-    suggestions: list[Text] = Field(default_factory=list, description="quick replies")
-
-    @model_validator(mode="after")
-    def _form_covers_this_topic_by_default(self) -> Topic:
-        if self.form is not None and self.form.covers is None:
-            self.form.covers = [self.id]
-        return self
-
-
-class Section(_Strict):
-    id: Id
-    title: Text
-    topics: list[Topic] = Field(default_factory=list)
-
-
-class Phase(_Strict):
-    id: Id
-    title: Text
-    sections: list[Section] = Field(default_factory=list)
-
-
-class Variable(_Strict):
-    default: str | None = Field(default=None, description="value used unless the app passes one")
-    description: str | None = None
-
-
-class Module(_Strict):
-    """One learning module: phases -> sections -> topics, plus how the tutor should teach it."""
-
-    id: Id
-    title: Text
-    description: Text
-    language: str = Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$", description="BCP-47 tag")
-    mode: Literal["threaded", "stateless"] = "threaded"
-    milestones: list[Literal[25, 50, 75, 100]] = Field(default_factory=lambda: list(DEFAULT_MILESTONES))
-    variables: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Variable] = Field(
-        default_factory=dict
-    )
-    instructions: str = Field(default="", description="persona, tone, goals; may use {{variables}}")
-    phases: list[Phase] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _milestones_in_order(self) -> Module:
-        self.milestones = sorted(set(self.milestones))
-        return self
-
-    # Plain properties, not cached: a cached value would survive model_copy(update=...).
-    @property
-    def topics(self) -> list[Topic]:
-        return [t for s in self.sections for t in s.topics]
-
-    @property
-    def topic_ids(self) -> tuple[str, ...]:
-        return tuple(t.id for t in self.topics)
-
-    @property
-    def sections(self) -> list[Section]:
-        return [s for p in self.phases for s in p.sections]
-
-    def topic(self, topic_id: str) -> Topic | None:
-        return next((t for t in self.topics if t.id == topic_id), None)
-
-    def section_of(self, topic_id: str) -> Section | None:
-        return next((s for s in self.sections if any(t.id == topic_id for t in s.topics)), None)
-
-    def phase_of(self, section_id: str) -> Phase | None:
-        return next((p for p in self.phases if any(s.id == section_id for s in p.sections)), None)
-
-    def find_form(self, form_id: str) -> ModuleForm | None:
-        return next((t.form for t in self.topics if t.form and t.form.id == form_id), None)
-
-
-def schema_json() -> str:
-    """The JSON Schema of the module format, as committed at modules/module.schema.json."""
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **Module.model_json_schema()}
-    schema["title"] = "Tutor module"
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
 
 # --- checking -----------------------------------------------------------------------------
 
@@ -205,9 +82,15 @@ class CheckResult:
 
 
 def check_text(
-    text: str, source: str, expected_id: str | None = None, assets_dir: Path | None = None
+    text: str,
+    source: str,
+    expected_id: str | None = None,
+    assets_dir: Path | None = None,
+    base_dir: Path | None = None,
+    safety: SafetyConfig | None = None,
 ) -> CheckResult:
-    """Check one module's YAML text; problems read ``source:line: message``."""
+    """Check one module's YAML text; problems read ``source:line: message``. With `base_dir`
+    (the module file's folder) its source files are read and checked too."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -228,6 +111,15 @@ def check_text(
         module = None
     if module is not None:
         findings += semantic_findings(module, assets_dir)
+        loaded = None
+        if base_dir is not None:
+            loaded, source_problems = load_sources(module, base_dir)
+            findings += [_Finding(where, message) for where, message in source_problems]
+            module._loaded_sources = loaded
+        findings += [_Finding(where, message) for where, message in material_findings(module, loaded)]
+        if safety is not None:  # the global safety configuration this module's `safety:` changes
+            findings += [_Finding(("safety", *where), message)
+                         for where, message in override_findings(safety, module.safety)]
         if expected_id is not None and module.id != expected_id:
             message = f"module id {module.id!r} must equal the file name {expected_id!r}"
             findings.append(_Finding(("id",), message))
@@ -246,7 +138,22 @@ def check_file(
     except (OSError, UnicodeDecodeError) as exc:
         return CheckResult(None, [f"{source}:1: cannot read file: {exc}"])
     assets = assets_dir if assets_dir is not None else ASSETS_DIR
-    return check_text(text, source, expected_id=path.stem, assets_dir=assets)
+    try:
+        safety, safety_problems = load_safety(safety_file(path.parent)), []
+    except SafetyConfigError as exc:  # no screen, no lesson: the module waits for a sound file
+        safety, safety_problems = None, [*str(exc).splitlines(), f"{source}:1: not served until the safety "
+                                         f"configuration {_display(safety_file(path.parent))} passes its check"]
+    result = check_text(text, source, expected_id=path.stem, assets_dir=assets, base_dir=path.parent, safety=safety)
+    if safety_problems:
+        return CheckResult(None, [*result.problems, *safety_problems])
+    return result
+
+
+def safety_file(directory: Path) -> Path:
+    """The global safety configuration for modules in `directory`: its safety/default.yaml,
+    or the one shipped with Tutor."""
+    local = directory / DEFAULT_SAFETY_FILE
+    return local if local.is_file() else REPO_ROOT / "modules" / DEFAULT_SAFETY_FILE
 
 
 class _Rules:
@@ -388,6 +295,14 @@ class Library:
     modules: dict[str, Module] = field(default_factory=dict)
     problems: dict[str, list[str]] = field(default_factory=dict)  # file -> messages
     files: dict[str, str] = field(default_factory=dict)  # module id (file stem) -> file
+    safety: dict[str, SafetyConfig] = field(default_factory=dict)  # module id -> its screen
+
+    def safety_for(self, module_id: str) -> SafetyConfig:
+        """The safety configuration a module's learners are screened with: the global file
+        with the module's `safety:` changes applied."""
+        if module_id not in self.safety:
+            self.get(module_id)  # raises ModuleNotServable for an unknown or broken module
+        return self.safety[module_id]
 
     def get(self, module_id: str) -> Module:
         if module_id in self.modules:
@@ -422,6 +337,7 @@ def load_library(directory: str | Path | None = None, assets_dir: Path | None = 
         result = check_file(path, source, assets_dir)
         if result.ok and result.module is not None:
             library.modules[result.module.id] = result.module
+            library.safety[result.module.id] = merged(load_safety(safety_file(directory)), result.module.safety)
         else:
             library.problems[source] = result.problems
     return library

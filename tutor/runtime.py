@@ -9,6 +9,7 @@ from tutor.engine import Engine
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
+from tutor.risk.turn import SafetySettings
 from tutor.store import Store
 
 log = logging.getLogger(__name__)
@@ -29,5 +30,5 @@ def get_engine() -> Engine:
             for path, problems in library.problems.items():
                 for problem in problems:
                     log.error("module not served: %s", problem)
-            _engine = Engine(store, make_provider(settings), library, settings)
+            _engine = Engine(store, make_provider(settings), library, settings, SafetySettings.from_env())
         return _engine

@@ -313,7 +313,9 @@ class ChatState(TutorState):
         self._latest_bucket = self._bucket
         self._latest_forms = _open_forms(reply)
         self._set_progress(result.progress, celebrate=True)
-        self.operator_notice = result.operator_message or ""
+        # result.operator_message (addresses, variables, upstream errors) is the operator's:
+        # the engine logged it; the learner's reply already says, calmly, what happened.
+        self.operator_notice = ""
         self.announcement = f"Tutor: {item.plain}" if item.plain else "Tutor replied."
 
     def _append(self, item: MessageItem) -> None:

@@ -114,7 +114,33 @@ class AuditEvent(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent)
+class RiskEvent(SQLModel, table=True):
+    """A learner message the safety screen flagged, for an operator to review (seed 003:
+    a canonical label, a confidence, and evidence as offsets plus SHA-256 of the learner's
+    text, never a copy of it). `label` is "screen_failed" when the model screen could not
+    answer and the turn failed closed."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(foreign_key="conversation.id", index=True)
+    message_id: int = Field(foreign_key="message.id", index=True)  # the learner's message
+    reply_id: int | None = Field(default=None, foreign_key="message.id")  # what the learner was shown
+    module_id: str = Field(index=True, max_length=128)
+    label: str = Field(index=True, max_length=64)
+    confidence: float = 0.0
+    source: str = Field(max_length=16)  # offline | model
+    # [{"field": form field id or null, "start": int, "end": int, "sha256": hex}]
+    evidence_json: str = "[]"
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    reviewed_at: datetime | None = None
+    reviewed_by: str | None = Field(default=None, max_length=128)
+    review_note: str | None = None
+
+    @property
+    def evidence(self) -> list[dict[str, Any]]:
+        return json.loads(self.evidence_json or "[]")
+
+
+TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent)
 
 
 class Store:
@@ -166,6 +192,7 @@ __all__ = [
     "Learner",
     "Message",
     "ProgressRecord",
+    "RiskEvent",
     "Store",
     "TABLES",
     "select",

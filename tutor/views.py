@@ -97,3 +97,6 @@ class TurnResult:
     progress: ProgressView
     attempts: list[Any] = field(default_factory=list)  # AttemptRecord per model call
     operator_message: str | None = None
+    # The safety screen's flags on the learner's message: label, confidence, source and
+    # evidence as offsets + SHA-256 into the learner's text (or a form field's answer).
+    risks: list[dict[str, Any]] = field(default_factory=list)

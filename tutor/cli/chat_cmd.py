@@ -58,6 +58,7 @@ async def _chat(module_id: str, learner: str, as_json: bool, stdin: TextIO, out:
     # Imported here: the database and backends are only needed by this command.
     from tutor.engine import Engine, InputError
     from tutor.llm.factory import make_provider
+    from tutor.risk.turn import SafetySettings
     from tutor.store import Store
 
     settings = LLMSettings.from_env()
@@ -66,7 +67,7 @@ async def _chat(module_id: str, learner: str, as_json: bool, stdin: TextIO, out:
     store = Store()
     store.migrate()
     provider = make_provider(settings)
-    engine = Engine(store, provider, library, settings)
+    engine = Engine(store, provider, library, settings, SafetySettings.from_env())
     try:
         view = await engine.open(f"cli:{learner}", module_id, new=True)
         last = view.messages[-1]
@@ -90,7 +91,7 @@ async def _chat(module_id: str, learner: str, as_json: bool, stdin: TextIO, out:
                 _emit_error(out, as_json, turn, getattr(exc, "message", None) or str(exc))
                 continue
             last = result.reply
-            _emit(out, as_json, turn, last, result.progress)
+            _emit(out, as_json, turn, last, result.progress, result.risks)
     finally:
         await provider.aclose()
         store.dispose()
@@ -128,7 +129,7 @@ def _progress_dict(progress: Any) -> dict[str, Any]:
     return {"percentage": progress.percentage, "covered": list(progress.covered), "milestone": progress.milestone}
 
 
-def _emit(out: TextIO, as_json: bool, turn: int, reply: Any, progress: Any) -> None:
+def _emit(out: TextIO, as_json: bool, turn: int, reply: Any, progress: Any, risks: list | None = None) -> None:
     if as_json:
         record = {
             "turn": turn,
@@ -139,6 +140,8 @@ def _emit(out: TextIO, as_json: bool, turn: int, reply: Any, progress: Any) -> N
         }
         if reply.response is None:
             record["raw"] = reply.raw
+        if risks:
+            record["risk"] = risks  # label, confidence, source, evidence offsets + SHA-256
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
         out.write(render_text(reply.response, reply.raw, reply.outcome, progress) + "\n")

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from tutor.llm._http import WHOLE_BODY_EVENT, HTTPProvider, loads_event
-from tutor.llm.base import ChatMessage, Completion, CompletionRequest
+from tutor.llm.base import ChatMessage, Completion, CompletionRequest, Contract
 from tutor.llm.config import LLMSettings
 from tutor.llm.errors import BadResponse, ConnectionFailed, ServerError, error_detail
 from tutor.llm.schema import SCHEMA_NAME, tool_schema
@@ -26,13 +26,17 @@ OPENING_USER_TEXT = "(The learner has opened the conversation. Please begin.)"
 STOP_REASONS = {"end_turn": "stop", "tool_use": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
-def tool_spec(strategy: str) -> dict[str, Any] | None:
+def tool_spec(strategy: str, contract: Contract | None = None) -> dict[str, Any] | None:
+    """The forced tool whose input is the reply: RESPONSE_SCHEMA, or another contract's."""
     if strategy == "json_object":
         schema: dict[str, Any] = {"type": "object"}
     elif strategy == "json_schema":
-        schema = tool_schema()
+        schema = contract.schema if contract is not None else tool_schema()
     else:
         return None
+    if contract is not None:
+        return {"name": contract.name, "description": f"Send your answer: one {contract.name} object.",
+                "input_schema": schema}
     return {"name": SCHEMA_NAME, "description": TOOL_DESCRIPTION, "input_schema": schema}
 
 
@@ -72,10 +76,10 @@ class AnthropicProvider(HTTPProvider):
         }
         if system:
             body["system"] = system
-        tool = tool_spec(request.strategy)
+        tool = tool_spec(request.strategy, request.contract)
         if tool is not None:
             body["tools"] = [tool]
-            body["tool_choice"] = {"type": "tool", "name": SCHEMA_NAME}
+            body["tool_choice"] = {"type": "tool", "name": tool["name"]}
         if stream:
             body["stream"] = True
         return body

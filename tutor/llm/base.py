@@ -44,12 +44,23 @@ class TurnContext:
 
 
 @dataclass(frozen=True)
+class Contract:
+    """A reply shape other than the tutor's RESPONSE_SCHEMA (a risk screen, a judge): the
+    providers ask for `schema` under `name` the way the strategy says (json_schema: the
+    server's structured output or Anthropic's forced tool; json_object: any JSON object)."""
+
+    name: str
+    schema: dict[str, Any] = field(hash=False, compare=False)
+
+
+@dataclass(frozen=True)
 class CompletionRequest:
     messages: list[ChatMessage]
     temperature: float
     max_tokens: int
     strategy: Strategy = "prompt"
     context: TurnContext | None = None
+    contract: Contract | None = None  # None: the tutor's reply (RESPONSE_SCHEMA)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from tutor.llm._http import WHOLE_BODY_EVENT, HTTPProvider, loads_event
-from tutor.llm.base import Completion, CompletionRequest
+from tutor.llm.base import Completion, CompletionRequest, Contract
 from tutor.llm.config import LLMSettings
 from tutor.llm.errors import BadResponse, ConnectionFailed, ServerError, error_detail
 from tutor.llm.schema import SCHEMA_NAME, response_schema
@@ -27,6 +27,14 @@ def response_format(strategy: str, max_tokens: int = 2048, *, strict_openai: boo
     if strategy == "json_schema":
         schema = response_schema(max_tokens, strict_openai=strict_openai)
         return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": schema}}
+    return None
+
+
+def contract_format(strategy: str, contract: Contract) -> dict[str, Any] | None:
+    if strategy == "json_object":
+        return {"type": "json_object"}
+    if strategy == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": contract.name, "strict": True, "schema": contract.schema}}
     return None
 
 
@@ -50,7 +58,10 @@ class OpenAIProvider(HTTPProvider):
             "temperature": request.temperature,
             self._max_tokens_key: request.max_tokens,
         }
-        fmt = response_format(request.strategy, request.max_tokens, strict_openai=self._openai_itself)
+        if request.contract is not None:
+            fmt = contract_format(request.strategy, request.contract)
+        else:
+            fmt = response_format(request.strategy, request.max_tokens, strict_openai=self._openai_itself)
         if fmt is not None:
             body["response_format"] = fmt
         if stream:

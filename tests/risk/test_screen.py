@@ -1,0 +1,184 @@
+"""The offline screen as a learner meets it: crises flagged with evidence on the words that
+signal them, everyday idioms and negations left alone, in English and Vietnamese."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+import pytest
+
+from tutor.risk import Evidence, RiskFlag, screen
+from tutor.risk.screen import span_hash
+
+
+def labels(text, config):
+    return [f.label for f in screen(text, config)]
+
+
+def only_flag(text, config, label):
+    flags = screen(text, config)
+    assert [f.label for f in flags] == [label], (text, flags)
+    return flags[0]
+
+
+@pytest.mark.parametrize("text, label, evidence", [
+    ("Honestly, I want to kill myself today.", "self_harm", "kill myself"),
+    ("I don't want to be alive anymore", "self_harm", "don't want to be alive"),
+    ("Everyone would be better off without me.", "self_harm", "better off without me"),
+    ("there's no reason to go on", "self_harm", "no reason to go on"),
+    ("I've been cutting myself again", "self_harm", "cutting myself"),
+    ("I have pills saved up", "self_harm", "pills saved up"),
+    ("I can't stop thinking about killing myself", "self_harm", "killing myself"),
+    ("I'm not sure I want to live anymore", "self_harm", "not sure I want to live"),
+    ("I want to just end it all", "self_harm", "want to just end it all"),
+    ("I'm going to hurt someone if this doesn't stop", "harm_to_others", "going to hurt someone"),
+    ("My dad beats me and I'm scared to go home", "abuse", "My dad beats me"),
+    ("I'm being sexually abused by my uncle", "abuse", "being sexually abused"),
+    ("I have chest pain and I can't breathe", "medical_emergency", "chest pain and I can't breathe"),
+    ("I fainted and hit my head", "medical_emergency", "fainted and"),
+    ("My best friend says he wants to kill himself", "concern_for_other", "kill himself"),
+    ("Tôi muốn chết.", "self_harm", "muốn chết"),
+    ("Tôi không muốn sống nữa", "self_harm", "không muốn sống nữa"),
+    ("tôi muốn tự tử", "self_harm", "muốn tự tử"),
+    ("Mình hay tự làm đau bản thân", "self_harm", "tự làm đau bản thân"),
+    ("Tôi muốn kết thúc cuộc đời mình", "self_harm", "kết thúc cuộc đời"),
+    ("Chồng tôi đánh tôi", "abuse", "Chồng tôi đánh tôi"),
+    ("Tôi bị đau ngực và khó thở", "medical_emergency", "đau ngực và khó thở"),
+])
+def test_each_kind_of_crisis_is_flagged_with_evidence_on_the_phrase(config, text, label, evidence):
+    flag = screen(text, config)[0]
+    assert flag.label == label and flag.source == "offline"
+    snippets = [e.snippet(text) for e in flag.evidence]
+    assert any(evidence in s for s in snippets), snippets
+    for e in flag.evidence:
+        assert e.sha256 == hashlib.sha256(text[e.start:e.end].encode()).hexdigest()
+
+
+def test_an_overdose_is_both_a_medical_emergency_and_self_harm(config):
+    assert set(labels("I took an overdose", config)) == {"medical_emergency", "self_harm"}
+    assert set(labels("Tôi vừa uống quá liều thuốc", config)) == {"medical_emergency", "self_harm"}
+
+
+@pytest.mark.parametrize("text", [
+    "this lesson is killing me",
+    "I could kill for a coffee",
+    "I'm dying to know",
+    "dead tired today",
+    "I nearly died of embarrassment",
+    "that's a killer app",
+    "I would never hurt myself",
+    "I'm not suicidal, just nervous",
+    "my character kills himself in the novel",
+    "why do panic attacks feel like dying?",
+    "I cut myself a slice of cake",
+    "My boss will kill me if I'm late",
+    "I walked 3 kms today",
+    "Why do I feel like I can't breathe when I get anxious?",
+    "Mệt chết đi được!",
+    "Chết thật, tôi quên làm bài tập rồi!",
+    "Tôi muốn giết thời gian trước buổi hẹn.",
+    "Bố tôi đánh cầu lông rất giỏi.",
+    "Tôi không bao giờ làm hại bản thân.",
+])
+def test_idioms_negations_and_topic_questions_are_not_crises(config, text):
+    assert screen(text, config) == []
+
+
+def test_the_longer_reading_wins_over_a_negation_inside_it(config):
+    # "not suicidal" is a negation; the second clause is a crisis all the same
+    flag = only_flag("I'm not suicidal, but lately I wish I were dead.", config, "self_harm")
+    assert [e.snippet("I'm not suicidal, but lately I wish I were dead.") for e in flag.evidence] == ["wish I were dead"]
+
+
+@pytest.mark.parametrize("text", [
+    "I don't want to live", "I dont want to live", "I don’t want to live", "I do not want to live",
+    "I DON´T WANT TO LIVE", "i don`t want to live",
+])
+def test_apostrophe_variants_and_spelled_out_negation_match_the_same_phrase(config, text):
+    assert labels(text, config) == ["self_harm"]
+
+
+@pytest.mark.parametrize("text", [
+    "tôi muốn chết", "toi muon chet", "TÔI MUỐN CHẾT", "khong muon song nua",
+    unicodedata.normalize("NFD", "Tôi không muốn sống nữa"), "toi ko muon song nua",
+])
+def test_vietnamese_matches_with_without_and_decomposed_diacritics(config, text):
+    assert labels(text, config) == ["self_harm"]
+
+
+def test_stripping_diacritics_does_not_turn_slowly_into_suicide(config):
+    assert screen("Tôi muốn từ từ học bài này.", config) == []  # từ từ = slowly
+    assert screen("toi muon tu tu hoc bai nay", config) == []  # the next word says so
+    assert screen("tu tu thoi, khong can voi", config) == []
+    marked = only_flag("Tôi muốn tự tử", config, "self_harm")
+    unmarked = only_flag("toi muon tu tu", config, "self_harm")  # nothing else to go on: flag
+    assert unmarked.confidence < marked.confidence == 0.9
+
+
+def test_confidence_is_deterministic_by_kind_of_signal(config):
+    assert only_flag("I want to kill myself", config, "self_harm").confidence == 0.9  # phrase
+    assert only_flag("everyone would be better off without me", config, "self_harm").confidence == 0.7  # indirect
+    overdose = {f.label: f.confidence for f in screen("I just took 30 paracetamol", config)}
+    assert overdose == {"medical_emergency": 0.8, "self_harm": 0.8}  # a pattern
+    assert screen("I want to kill myself", config) == screen("I want to kill myself", config)
+
+
+def test_someone_else_at_risk_gets_its_own_label_not_self_harm(config):
+    text = "What should I do if a friend says they want to die?"
+    flag = only_flag(text, config, "concern_for_other")
+    assert "friend says they want to die" in flag.evidence[0].snippet(text)
+    assert labels("Bạn tôi nói muốn tự tử, tôi phải làm gì?", config) == ["concern_for_other"]
+
+
+def test_a_crisis_buried_in_a_long_message_is_found_where_it_is(config):
+    filler = "Breathing exercises help me when my chest feels tight. " * 60
+    text = filler + "Honestly I want to die.\r\n" + filler
+    flag = only_flag(text, config, "self_harm")
+    assert [e.snippet(text) for e in flag.evidence] == ["want to die"]
+    assert flag.evidence[0].start == len(filler) + len("Honestly I ")
+
+
+def test_phrases_do_not_match_across_sentences(config):
+    assert screen("I want to. Die Hard is my favourite film.", config) == []
+    assert labels("I just want to... die", config) == ["self_harm"]  # a pause is not a sentence end
+
+
+def test_invisible_and_lookalike_characters_do_not_hide_a_phrase(config):
+    for text in ["I want to k\u200bill my\u00adself", "I want to ｋｉｌｌ ｍｙｓｅｌｆ", "I want to k̸i̸l̸l̸ myself"]:
+        flag = only_flag(text, config, "self_harm")
+        assert all(e.matches(text) for e in flag.evidence)
+
+
+def test_empty_and_blank_text_have_no_flags(config):
+    assert screen("", config) == [] and screen("  \n ", config) == []
+
+
+def test_evidence_and_flags_round_trip_through_json(config):
+    text = "I want to kill myself"
+    flag = screen(text, config)[0]
+    again = RiskFlag.from_dict(flag.to_dict())
+    assert again == flag
+    assert flag.to_dict()["evidence"] == [{"start": 10, "end": 21, "sha256": span_hash("kill myself")}]
+    assert Evidence.from_dict(flag.evidence[0].to_dict()).matches(text)
+    assert not flag.evidence[0].matches("I want to kiss myself")  # the stored text changed
+    for bad in [{"start": 3, "end": 3, "sha256": "0" * 64}, {"start": 0, "end": 2, "sha256": "xyz"}, {}]:
+        with pytest.raises(ValueError):
+            Evidence.from_dict(bad)
+    with pytest.raises(ValueError):
+        RiskFlag.from_dict({"label": "self_harm", "confidence": 2, "evidence": []})
+
+
+def test_replies_come_in_the_language_asked_for(config):
+    english = config.reply_for("self_harm", "en")
+    vietnamese = config.reply_for("self_harm", "vi-VN")
+    assert english and vietnamese and english != vietnamese
+    assert "115" in " ".join(b.content for b in vietnamese)
+    assert "local emergency number" in " ".join(b.content for b in english)
+    assert config.reply_for("abuse", "fr") == config.reply_for("abuse", "en")  # the first language
+    assert config.reply_for("abuse") == config.reply_for("abuse", "en")
+    assert config.check_in_for("vi") != config.check_in_for("en")
+    for label in config.labels:
+        for language in config.languages:
+            blocks = config.reply_for(label, language)
+            assert blocks and all(b.type in {"paragraph", "warning", "list", "info"} for b in blocks)

@@ -1,0 +1,12 @@
+"""Fixtures for the teaching core's tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from tutor.modules import REPO_ROOT, Module, load_library
+
+
+@pytest.fixture(scope="session")
+def sample() -> Module:
+    return load_library(REPO_ROOT / "modules").get("understanding_anxiety")

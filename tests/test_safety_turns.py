@@ -1,0 +1,264 @@
+"""The safety screen in a real turn: every learner message is screened before anything else
+happens to it; a risk is answered at once with the author's reply, stored with its flags
+and evidence (offsets + SHA-256), and listed for review. Real SQLite, the built-in tutor,
+and a loopback OpenAI-compatible server for the model backend and the model screen."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from tests.fakes.servers import FakeLLMServer, settings_for
+from tests.fakes.wire import openai_reply, tutor_json
+from tutor.cli import main as cli
+from tutor.engine import Engine
+from tutor.llm.base import LearnerInput
+from tutor.llm.config import LLMSettings
+from tutor.llm.factory import make_provider
+from tutor.modules import load_library
+from tutor.risk.turn import SafetySettings
+from tutor.store import AuditEvent, Message, RiskEvent, Store
+
+MODULE = "understanding_anxiety"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
+    s.migrate()
+    yield s
+    s.dispose()
+
+
+@pytest.fixture
+def engine(store: Store) -> Engine:
+    settings = LLMSettings()
+    return Engine(store, make_provider(settings), load_library(), settings)
+
+
+def model_engine(store: Store, server: FakeLLMServer, screen: bool = False) -> Engine:
+    settings = settings_for(server)
+    return Engine(store, make_provider(settings), load_library(), settings, SafetySettings(model_screen=screen))
+
+
+def reply_texts(response: dict) -> list[str]:
+    return [b["content"] for b in response["content"]["text_blocks"]]
+
+
+def authored(label: str, language: str = "en") -> list[str]:
+    config = load_library().safety_for(MODULE)
+    return [b.content for b in config.reply_for(label, language)]
+
+
+def risk_rows(store: Store) -> list[RiskEvent]:
+    with store.session() as s:
+        return list(s.exec(select(RiskEvent).order_by("id")))
+
+
+def test_a_crisis_message_gets_the_authors_reply_at_once_with_flags_and_evidence(engine, store):
+    view = run(engine.open("ann", MODULE))
+    before = view.progress.covered
+    text = "Honestly some days I want to kill myself"
+    result = run(engine.send(view.id, LearnerInput(text=text)))
+
+    assert result.learner.text == text  # stored as written, first
+    assert reply_texts(result.reply.response) == authored("self_harm")
+    assert "risk:self_harm" in result.reply.flags
+    assert result.progress.covered == before and result.progress.milestone is None
+    [risk] = risk_rows(store)
+    assert (risk.label, risk.source, risk.message_id, risk.reply_id) == (
+        "self_harm", "offline", result.learner.id, result.reply.id)
+    [evidence] = risk.evidence
+    snippet = text[evidence["start"]:evidence["end"]]
+    assert "kill myself" in snippet
+    assert evidence["sha256"] == hashlib.sha256(snippet.encode()).hexdigest()
+    assert text not in risk.evidence_json  # offsets and hashes, not a copy of the words
+    assert result.risks and result.risks[0]["label"] == "self_harm"
+
+    # The conversation stays open: the next message is a normal lesson turn.
+    after = run(engine.send(view.id, LearnerInput(text="I'm safe now. Tell me about breathing")))
+    assert not any(f.startswith("risk:") for f in after.reply.flags)
+    assert reply_texts(after.reply.response) != authored("self_harm")
+
+
+def test_idioms_and_questions_about_the_topic_are_ordinary_turns(engine, store):
+    view = run(engine.open("ben", MODULE))
+    for text in ("This lesson is killing me, in a good way", "Why do panic attacks feel like dying?"):
+        result = run(engine.send(view.id, LearnerInput(text=text)))
+        assert not any(f.startswith("risk:") for f in result.reply.flags), text
+    assert risk_rows(store) == []
+
+
+def test_vietnamese_is_answered_in_vietnamese(engine, store):
+    view = run(engine.open("chi", MODULE))
+    result = run(engine.send(view.id, LearnerInput(text="dạo này tôi không muốn sống nữa")))
+    assert "risk:self_harm" in result.reply.flags
+    assert reply_texts(result.reply.response) == authored("self_harm", "vi")
+
+
+def test_a_free_text_form_answer_is_screened_with_evidence_in_that_field(engine, store):
+    view = run(engine.open("dan", MODULE))
+    form = None
+    for _ in range(40):
+        last = engine.history(view.id)[-1]
+        forms = (last.response or {}).get("content", {}).get("forms") or []
+        form = next((f for f in forms if any(x["type"] in ("text", "textarea") for x in f["fields"])), None)
+        if form is not None:
+            break
+        run(engine.send(view.id, LearnerInput(text="Continue")))
+    assert form is not None, "the sample module offers a form with a free-text field"
+    answers = {}
+    for f in form["fields"]:
+        if f["type"] in ("text", "textarea"):
+            answers[f["id"]] = "I have pills saved up and I plan to take them all"
+        elif f["type"] in ("radio", "select"):
+            answers[f["id"]] = f["options"][0]["value"]
+        elif f["type"] == "checkbox":
+            answers[f["id"]] = [f["options"][0]["value"]]
+        elif f["type"] == "number":
+            answers[f["id"]] = f.get("min", 0) or 0
+    result = run(engine.send(view.id, LearnerInput(form_id=form["id"], answers=answers)))
+    assert "risk:self_harm" in result.reply.flags
+    risk = risk_rows(store)[0]
+    evidence = risk.evidence[0]
+    value = answers[evidence["field"]]
+    assert hashlib.sha256(value[evidence["start"]:evidence["end"]].encode()).hexdigest() == evidence["sha256"]
+
+
+def test_with_a_model_backend_a_risk_needs_no_model_call(store):
+    with FakeLLMServer("openai") as server:
+        server.default = lambda request: openai_reply(tutor_json())
+        engine = model_engine(store, server)
+        view = run(engine.open("eve", MODULE))
+        calls = len(server.requests)
+        result = run(engine.send(view.id, LearnerInput(text="I don't want to be alive anymore")))
+        assert len(server.requests) == calls  # the author's reply, not the model's
+        assert reply_texts(result.reply.response) == authored("self_harm")
+
+
+def _classify(*flags: dict) -> str:
+    return json.dumps({"risk_flags": list(flags)})
+
+
+def test_the_model_screen_adds_flags_with_verbatim_evidence_only(store):
+    text = "nobody would even notice if I just disappeared for good"
+    with FakeLLMServer("openai") as server:
+        engine = model_engine(store, server, screen=True)
+        server.default = lambda request: openai_reply(tutor_json())
+        view = run(engine.open("fay", MODULE))
+        server.script(openai_reply(_classify(
+            {"label": "self_harm", "confidence": 0.8, "evidence_snippets": ["disappeared for good", "not there"]},
+            {"label": "made_up_label", "confidence": 0.9, "evidence_snippets": ["nobody"]},
+        )))
+        start = len(server.requests)
+        result = run(engine.send(view.id, LearnerInput(text=text)))
+        screen_request = server.requests[start].json
+    assert "risk:self_harm" in result.reply.flags
+    assert len(server.requests) == start + 1  # the screen only: no tutor call for a risk
+    system = screen_request["messages"][0]["content"]
+    assert "self_harm" in system and text in screen_request["messages"][1]["content"]
+    risks = [r for r in risk_rows(store) if r.source == "model"]
+    assert [r.label for r in risks] == ["self_harm"]
+    [evidence] = risks[0].evidence
+    assert text[evidence["start"]:evidence["end"]] == "disappeared for good"
+    with store.session() as s:
+        kinds = [a.detail_json for a in s.exec(select(AuditEvent))]
+    assert any('"risk_screen"' in k for k in kinds)  # the screen call is audited
+
+
+def test_a_flag_whose_evidence_is_not_in_the_message_is_dropped(store):
+    with FakeLLMServer("openai") as server:
+        engine = model_engine(store, server, screen=True)
+        server.default = lambda request: openai_reply(tutor_json())
+        view = run(engine.open("gus", MODULE))
+        server.script(openai_reply(_classify(
+            {"label": "self_harm", "confidence": 0.95, "evidence_snippets": ["I will end it tonight"]})))
+        result = run(engine.send(view.id, LearnerInput(text="What is box breathing?")))
+    assert not any(f.startswith("risk:") for f in result.reply.flags)
+    assert risk_rows(store) == []
+
+
+def test_an_invalid_screen_is_retried_at_temperature_zero_then_fails_closed(store):
+    with FakeLLMServer("openai") as server:
+        engine = model_engine(store, server, screen=True)
+        server.default = lambda request: openai_reply(tutor_json())
+        view = run(engine.open("hal", MODULE))
+        server.script(openai_reply("I cannot classify that."),
+                      openai_reply('{"risk_flags": [{"label": "self_harm", "confidence": 7}]}'))
+        start = len(server.requests)
+        result = run(engine.send(view.id, LearnerInput(text="What is box breathing?")))
+        temperatures = [r.json["temperature"] for r in server.requests[start:]]
+    assert temperatures == [0.7, 0.0]  # the second try at temperature 0, then no tutor call
+    assert {"needs_review", "screen_failed"} <= set(result.reply.flags)
+    config = load_library().safety_for(MODULE)
+    assert reply_texts(result.reply.response) == [b.content for b in config.check_in_for("en")]
+    assert [r.label for r in risk_rows(store)] == ["screen_failed"]
+
+
+def test_a_low_confidence_model_flag_is_kept_for_review_and_the_lesson_goes_on(store):
+    with FakeLLMServer("openai") as server:
+        engine = model_engine(store, server, screen=True)
+        server.default = lambda request: openai_reply(tutor_json("Box breathing is four counts each way."))
+        view = run(engine.open("ida", MODULE))
+        server.script(openai_reply(_classify(
+            {"label": "self_harm", "confidence": 0.2, "evidence_snippets": ["tired of everything"]})))
+        result = run(engine.send(view.id, LearnerInput(text="I'm tired of everything, what is box breathing?")))
+    assert reply_texts(result.reply.response) == ["Box breathing is four counts each way."]
+    assert not any(f.startswith("risk:") for f in result.reply.flags)
+    assert [(r.label, r.source) for r in risk_rows(store)] == [("self_harm", "model")]
+
+
+def test_tutor_review_lists_flags_first_with_verified_evidence_and_marks_them_done(engine, store, monkeypatch):
+    monkeypatch.setenv("TUTOR_DATABASE_URL", store.url)
+    view = run(engine.open("jay", MODULE))
+    run(engine.send(view.id, LearnerInput(text="my dad hits me when he is drunk")))
+    with store.session() as s:  # a fail-closed lesson turn from elsewhere in the app
+        s.add(Message(conversation_id=view.id, seq=99, role="tutor", raw="x", outcome="invalid",
+                      flags_json='["invalid_json", "needs_review"]'))
+        s.commit()
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli(["review", "--json"]) == 0
+    items = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [i["kind"] for i in items] == ["risk", "turn"]
+    risk = items[0]
+    assert risk["label"] == "abuse" and risk["module_id"] == MODULE and risk["created_at"]
+    assert risk["evidence"][0]["verified"] and "hits me" in risk["evidence"][0]["snippet"]
+
+    text = io.StringIO()
+    with redirect_stdout(text):
+        assert cli(["review"]) == 0
+    assert "abuse" in text.getvalue() and "hits me" in text.getvalue() and "OPEN" in text.getvalue()
+
+    with redirect_stdout(io.StringIO()):
+        assert cli(["review", "done", str(risk["id"]), "--note", "called the school counsellor", "--by", "op"]) == 0
+        assert cli(["review", "done", "99999"]) == 1
+    out = io.StringIO()
+    with redirect_stdout(out):
+        cli(["review", "--json"])
+    assert [json.loads(line)["kind"] for line in out.getvalue().splitlines()] == ["turn"]
+
+
+def test_tutor_chat_json_prints_the_risk_flags_and_evidence(monkeypatch, tmp_path):
+    monkeypatch.setenv("TUTOR_DATABASE_URL", f"sqlite:///{tmp_path / 'chat.db'}")
+    monkeypatch.setattr("sys.stdin", io.StringIO("I want to end my life\n"))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli(["chat", "--module", MODULE, "--json"]) == 0
+    turns = [json.loads(line) for line in out.getvalue().splitlines()]
+    crisis = turns[-1]
+    assert "risk:self_harm" in crisis["flags"]
+    assert crisis["risk"][0]["label"] == "self_harm" and crisis["risk"][0]["evidence"][0]["sha256"]

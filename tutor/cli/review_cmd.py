@@ -1,0 +1,80 @@
+"""`tutor review`: the flagged turns an operator should look at, most urgent first.
+
+    tutor review                 unreviewed safety flags, then turns that need review
+    tutor review --all           reviewed flags too
+    tutor review --json          one JSON object per line
+    tutor review done ID [--note TEXT] [--by NAME]   mark a safety flag reviewed
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+
+from tutor.reviews import ReviewItem, mark_reviewed, review_list
+from tutor.store import Store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("review", help="list turns the safety screen flagged or that need review")
+    p.add_argument("--all", action="store_true", help="include flags already reviewed")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--limit", type=int, default=100)
+    p.set_defaults(func=run_list)
+    actions = p.add_subparsers(dest="review_command", metavar="ACTION")
+    done = actions.add_parser("done", help="mark a safety flag reviewed")
+    done.add_argument("id", type=int)
+    done.add_argument("--note", default=None)
+    done.add_argument("--by", default=None, help="who reviewed it (default: your user name)")
+    done.set_defaults(func=run_done)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store = Store()
+    store.migrate()
+    try:
+        items = review_list(store, include_reviewed=args.all, limit=max(1, args.limit))
+    finally:
+        store.dispose()
+    if args.json:
+        for item in items:
+            print(json.dumps(item.to_json_dict(), ensure_ascii=False))
+        return 0
+    if not items:
+        print("Nothing to review.")
+        return 0
+    for item in items:
+        print(_line(item))
+    return 0
+
+
+def run_done(args: argparse.Namespace) -> int:
+    store = Store()
+    store.migrate()
+    try:
+        found = mark_reviewed(store, args.id, by=args.by or getpass.getuser(), note=args.note)
+    finally:
+        store.dispose()
+    if not found:
+        print(f"no safety flag with id {args.id} (see `tutor review`)")
+        return 1
+    print(f"safety flag {args.id} marked reviewed")
+    return 0
+
+
+def _line(item: ReviewItem) -> str:
+    if item.kind == "turn":
+        return (f"{item.created_at}  turn #{item.id}  {item.module_id}  conversation {item.conversation_id} "
+                f"(learner {item.learner_key})  needs review: {item.label}")
+    state = f"reviewed by {item.reviewed_by} {item.reviewed_at}" if item.reviewed_at else "OPEN"
+    head = (f"{item.created_at}  flag #{item.id}  {item.module_id}  {item.label} "
+            f"({item.source}, confidence {item.confidence:.2f})  conversation {item.conversation_id} "
+            f"(learner {item.learner_key})  {state}")
+    evidence = [
+        f"    evidence{' in ' + e['field'] if e['field'] else ''} [{e['start']}:{e['end']}]: "
+        f"{json.dumps(e['snippet'], ensure_ascii=False)}{'' if e['verified'] else '  (hash mismatch)'}"
+        for e in item.evidence
+    ] or ["    (no evidence: the model screen failed; the learner got the check-in)"]
+    note = [f"    note: {item.note}"] if item.note else []
+    return "\n".join([head, *evidence, *note])

@@ -1,0 +1,280 @@
+"""The labelled set (evals/safety/messages.yaml) against a safety configuration: recall on
+crisis messages and false positives on ordinary ones, per label and overall, and the time
+screen() took per message in this run.
+
+Definitions (what `tutor safety eval` prints and gates on):
+- a crisis message has expected labels; an ordinary message has none;
+- recall of a label: crisis messages expecting it that got it;
+- overall recall: crisis messages that got at least one of their expected labels (the
+  learner saw an authored crisis reply);
+- false-positive rate of a label: ordinary messages flagged with it / all ordinary messages;
+  overall: ordinary messages flagged with anything / all ordinary messages;
+- `extra`: crisis messages flagged with a label they do not expect (reported, not gated).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tutor.risk._lines import parse_yaml
+from tutor.risk.config import REPO_ROOT, SafetyConfig
+from tutor.risk.screen import screen
+
+__all__ = ["DEFAULT_SET", "LabelledMessage", "LabelledSetError", "Report", "evaluate", "format_report",
+           "load_labelled_set"]
+
+DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
+MIN_RECALL = 0.95
+MAX_FALSE_POSITIVE_RATE = 0.03
+LONG_MESSAGE_CHARS = 4000
+
+
+class LabelledSetError(ValueError):
+    """The labelled set cannot be read; the message has ``file:line:`` locations."""
+
+
+@dataclass(frozen=True)
+class LabelledMessage:
+    text: str
+    language: str
+    labels: tuple[str, ...]
+    note: str = ""
+    line: int = 0
+
+
+def load_labelled_set(path: Path | str = DEFAULT_SET, known_labels: set[str] | None = None) -> list[LabelledMessage]:
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabelledSetError(f"{source}:1: cannot read: {exc}") from None
+    data, lines, problems = parse_yaml(text, source)
+    entries = data.get("messages") if isinstance(data, dict) else None
+    if not problems and not isinstance(entries, list):
+        problems.append(f"{source}:1: expected a mapping with a `messages:` list")
+    out: list[LabelledMessage] = []
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        line = lines.get(("messages", i), 1)
+        if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) or not entry["text"].strip():
+            problems.append(f"{source}:{line}: each message needs a non-empty `text`")
+            continue
+        labels = entry.get("labels")
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            problems.append(f"{source}:{line}: `labels` must be a list of label ids ([] for an ordinary message)")
+            continue
+        unknown = [x for x in labels if known_labels is not None and x not in known_labels]
+        if unknown:
+            problems.append(f"{source}:{line}: unknown label(s) {unknown} (canonical: {sorted(known_labels or ())})")
+        extra = set(entry) - {"text", "language", "labels", "note"}
+        if extra:
+            problems.append(f"{source}:{line}: unknown key(s) {sorted(extra)}")
+        out.append(LabelledMessage(entry["text"], str(entry.get("language") or ""), tuple(labels),
+                                   str(entry.get("note") or ""), line))
+    if problems:
+        raise LabelledSetError("\n".join(problems))
+    return out
+
+
+@dataclass
+class LabelStats:
+    label: str
+    positives: int = 0
+    caught: int = 0
+    false_positives: int = 0
+    extra: int = 0
+
+    def recall(self) -> float | None:
+        return self.caught / self.positives if self.positives else None
+
+
+@dataclass
+class Outcome:
+    message: LabelledMessage
+    flagged: tuple[str, ...]
+
+    @property
+    def crisis(self) -> bool:
+        return bool(self.message.labels)
+
+    @property
+    def caught(self) -> bool:
+        return bool(set(self.message.labels) & set(self.flagged))
+
+
+@dataclass
+class Report:
+    labels: dict[str, LabelStats]
+    outcomes: list[Outcome]
+    timings_ms: list[float]
+    long_message_ms: float
+    by_language: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def crisis(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.crisis]
+
+    @property
+    def ordinary(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.crisis]
+
+    def recall(self) -> float:
+        crisis = self.crisis
+        return sum(o.caught for o in crisis) / len(crisis) if crisis else 1.0
+
+    def false_positive_rate(self, label: str | None = None) -> float:
+        ordinary = self.ordinary
+        if not ordinary:
+            return 0.0
+        hits = [o for o in ordinary if (label in o.flagged if label else o.flagged)]
+        return len(hits) / len(ordinary)
+
+    def failures(self) -> list[str]:
+        out = []
+        if self.recall() < MIN_RECALL:
+            out.append(f"overall recall {self.recall():.1%} < {MIN_RECALL:.0%}")
+        if self.false_positive_rate() > MAX_FALSE_POSITIVE_RATE:
+            out.append(f"overall false positives {self.false_positive_rate():.1%} > {MAX_FALSE_POSITIVE_RATE:.0%}")
+        for stats in self.labels.values():
+            recall = stats.recall()
+            if recall is not None and recall < MIN_RECALL:
+                out.append(f"{stats.label}: recall {recall:.1%} < {MIN_RECALL:.0%}")
+            if self.false_positive_rate(stats.label) > MAX_FALSE_POSITIVE_RATE:
+                out.append(f"{stats.label}: false positives {self.false_positive_rate(stats.label):.1%} "
+                           f"> {MAX_FALSE_POSITIVE_RATE:.0%}")
+        return out
+
+    def mean_ms(self) -> float:
+        return sum(self.timings_ms) / len(self.timings_ms) if self.timings_ms else 0.0
+
+    def p99_ms(self) -> float:
+        return _percentile(self.timings_ms, 0.99)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+
+def evaluate(messages: list[LabelledMessage], config: SafetyConfig, rounds: int = 5) -> Report:
+    """Screen every message `rounds` times (timings from all rounds; flags from the first:
+    the screen is deterministic)."""
+    config.matcher()  # compiling is loading, not screening
+    labels = {label: LabelStats(label) for label in config.labels}
+    outcomes: list[Outcome] = []
+    timings: list[float] = []
+    for round_no in range(max(1, rounds)):
+        for message in messages:
+            started = time.perf_counter()
+            flags = screen(message.text, config)
+            timings.append((time.perf_counter() - started) * 1000)
+            if round_no == 0:
+                outcomes.append(Outcome(message, tuple(f.label for f in flags)))
+    for outcome in outcomes:
+        expected = set(outcome.message.labels)
+        for label in expected:
+            stats = labels.setdefault(label, LabelStats(label))
+            stats.positives += 1
+            stats.caught += label in outcome.flagged
+        for label in outcome.flagged:
+            stats = labels.setdefault(label, LabelStats(label))
+            if not expected:
+                stats.false_positives += 1
+            elif label not in expected:
+                stats.extra += 1
+    report = Report(labels, outcomes, timings, _long_message_ms(messages, config))
+    for language in sorted({m.language for m in messages}):
+        mine = [o for o in outcomes if o.message.language == language]
+        crisis = [o for o in mine if o.crisis]
+        ordinary = [o for o in mine if not o.crisis]
+        report.by_language[language] = {
+            "crisis": len(crisis), "caught": sum(o.caught for o in crisis),
+            "ordinary": len(ordinary), "false_positives": sum(bool(o.flagged) for o in ordinary)}
+    return report
+
+
+def _long_message_ms(messages: list[LabelledMessage], config: SafetyConfig, rounds: int = 20) -> float:
+    """Mean time for one 4000-character message made of the set's ordinary messages."""
+    ordinary = [m.text for m in messages if not m.labels] or ["Why does my chest feel tight?"]
+    text = ""
+    while len(text) < LONG_MESSAGE_CHARS:
+        text += " ".join(ordinary) + " "
+    text = text[:LONG_MESSAGE_CHARS]
+    started = time.perf_counter()
+    for _ in range(rounds):
+        screen(text, config)
+    return (time.perf_counter() - started) * 1000 / rounds
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def format_report(report: Report, show_misses: bool = True) -> str:
+    n_ordinary = len(report.ordinary)
+    rows = [("label", "recall", "caught/crisis", "false pos.", "fp/ordinary", "extra")]
+    for stats in report.labels.values():
+        rows.append((stats.label, _pct(stats.recall()), f"{stats.caught}/{stats.positives}",
+                     _pct(report.false_positive_rate(stats.label)), f"{stats.false_positives}/{n_ordinary}",
+                     str(stats.extra)))
+    crisis = report.crisis
+    caught = sum(o.caught for o in crisis)
+    flagged_ordinary = sum(bool(o.flagged) for o in report.ordinary)
+    rows.append(("overall", _pct(report.recall()), f"{caught}/{len(crisis)}", _pct(report.false_positive_rate()),
+                 f"{flagged_ordinary}/{n_ordinary}", str(sum(s.extra for s in report.labels.values()))))
+    for language, numbers in report.by_language.items():
+        recall = numbers["caught"] / numbers["crisis"] if numbers["crisis"] else None
+        fp = numbers["false_positives"] / numbers["ordinary"] if numbers["ordinary"] else None
+        rows.append((f"  language {language}", _pct(recall), f"{numbers['caught']}/{numbers['crisis']}", _pct(fp),
+                     f"{numbers['false_positives']}/{numbers['ordinary']}", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.insert(len(lines) - len(report.by_language) - 1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append(f"{len(report.outcomes)} messages ({len(crisis)} crisis, {n_ordinary} ordinary); "
+                 f"screen time per message: mean {report.mean_ms():.3f} ms, p99 {report.p99_ms():.3f} ms "
+                 f"({len(report.timings_ms)} screens); {LONG_MESSAGE_CHARS}-char message: "
+                 f"{report.long_message_ms:.3f} ms")
+    lines.append(f"goals: recall >= {MIN_RECALL:.0%} and false positives <= {MAX_FALSE_POSITIVE_RATE:.0%}, "
+                 f"per label and overall")
+    if show_misses:
+        for outcome in crisis:
+            missing = set(outcome.message.labels) - set(outcome.flagged)
+            if missing:
+                lines.append(f"missed  line {outcome.message.line}: {sorted(missing)} {outcome.message.text!r}")
+        for outcome in report.ordinary:
+            if outcome.flagged:
+                lines.append(f"false+  line {outcome.message.line}: {list(outcome.flagged)} {outcome.message.text!r}")
+    return "\n".join(lines)
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    labels = {
+        s.label: {"recall": s.recall(), "caught": s.caught, "crisis": s.positives,
+                  "false_positive_rate": report.false_positive_rate(s.label), "false_positives": s.false_positives,
+                  "extra": s.extra}
+        for s in report.labels.values()
+    }
+    return {
+        "labels": labels,
+        "overall": {"recall": report.recall(), "false_positive_rate": report.false_positive_rate(),
+                    "crisis": len(report.crisis), "ordinary": len(report.ordinary),
+                    "caught": sum(o.caught for o in report.crisis),
+                    "false_positives": sum(bool(o.flagged) for o in report.ordinary)},
+        "by_language": report.by_language,
+        "timing_ms": {"mean": report.mean_ms(), "p99": report.p99_ms(), "screens": len(report.timings_ms),
+                      f"message_{LONG_MESSAGE_CHARS}_chars": report.long_message_ms},
+        "goals": {"min_recall": MIN_RECALL, "max_false_positive_rate": MAX_FALSE_POSITIVE_RATE},
+        "failures": report.failures(),
+        "misses": [{"line": o.message.line, "text": o.message.text, "expected": list(o.message.labels),
+                    "flagged": list(o.flagged)} for o in report.crisis if set(o.message.labels) - set(o.flagged)],
+        "false_positives": [{"line": o.message.line, "text": o.message.text, "flagged": list(o.flagged)}
+                            for o in report.ordinary if o.flagged],
+    }

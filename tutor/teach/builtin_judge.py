@@ -1,0 +1,181 @@
+"""The built-in judge: scores an answer against a check's rubric with no model.
+
+How it scores, in the order a learner would want it explained:
+
+1. Each key point is found when the answer contains its phrase or one of its accepted
+   alternatives as whole words (case and accents ignored; a trailing '*' accepts any
+   ending; a plural 's' is ignored; one extra word may sit between a phrase's words).
+2. A criterion scores the share of its key points found, out of `needs` (default: all),
+   from 0 to 10. The answer's score is the weighted average, rounded half up.
+3. Three rules keep the score honest, each capping it below any mastery threshold and
+   saying why in the feedback:
+   - a misconception the check lists, stated word for word without a negation in the 3
+     words before it
+     ("not", "never", "don't" ...): capped at 3, and the author's correction is shown;
+   - a list of terms rather than an explanation: at least 6 words of which fewer than 1 in 4
+     are ordinary connecting words (is, because, the, và, là ...): capped at 4, asked to
+     connect the ideas in a sentence;
+   - text copied from the lesson: most of its 8-word runs appear in the material passed
+     in: capped at 4, asked for the learner's own words.
+4. Only the first MAX_ANSWER_CHARS characters are read.
+
+Feedback names what was there and what was missing, kindly: "You covered X. To complete
+it, think about Y."
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from tutor.material import Check, Criterion
+from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
+from tutor.teach.phrases import AnswerText, compile_phrase
+from tutor.text import words
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.modules import Module
+
+__all__ = ["COPY_CAP", "LIST_CAP", "MISCONCEPTION_CAP", "judge_builtin", "topic_material"]
+
+MISCONCEPTION_CAP = 3
+LIST_CAP = 4
+COPY_CAP = 4
+_LIST_MIN_WORDS = 6
+_LIST_MAX_SHARE = 0.25
+_SHINGLE = 8
+_COPY_SHARE = 0.6
+_NEGATION_WINDOW = 3
+
+# Connecting words (folded: no accents). English, then Vietnamese.
+CONNECTING = frozenset("""
+a an the and or but so because since as if when while then than that this these those it its
+is are was were be been being am do does did has have had will would can could should may might
+must not no of to in on at by for with from about into out up over after before through which
+who what how why there their they them you your i me my we our he she his her him just also too
+very more most less much many some any all each other such only even still yet again both
+la va cua thi ma vi khi co khong duoc nhung cac mot nay do de cho voi ve nhu neu con cung da
+dang se bi hay nen rat qua toi ban minh ho chung no lai ra vao tu den
+""".split())
+NEGATIONS = frozenset("not no never t nothing without instead rather neither nor dont doesnt didnt isnt "
+                      "arent wont cant shouldnt khong chang dung".split())
+
+
+def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = ()) -> JudgeResult:
+    """Score `answer` against `check`'s rubric. `material`: the lesson texts the learner has
+    seen (topic content, source sections), used only to spot a copied answer."""
+    text = answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else ""
+    cut = isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS
+    found = AnswerText(text)
+    if not found.words:
+        feedback = ("There's no answer here yet. Have a go in your own words; a sentence or two is plenty. "
+                    f"The question was: {check.question}")
+        return JudgeResult(score=0, feedback=feedback, criteria_scores={c.name: 0.0 for c in check.rubric.criteria})
+    ratios = {c.name: _criterion_ratio(c, found) for c in check.rubric.criteria}
+    total_weight = sum(c.weight for c in check.rubric.criteria)
+    raw = 10 * sum(c.weight * ratios[c.name] for c in check.rubric.criteria) / total_weight
+    score = int(raw + 0.5)
+    notes: list[str] = []
+    wrong = [m.feedback.strip() for m in check.misconceptions if _states(found, m.phrases)]
+    if wrong:
+        score = min(score, MISCONCEPTION_CAP)
+    listed = _is_term_list(found)
+    if listed and score > LIST_CAP:
+        score = LIST_CAP
+        notes.append("You've named some of the right ideas. Try joining them up in a sentence or two that "
+                     "explains how they fit together.")
+    if _is_copied(found, material) and score > COPY_CAP:
+        score = COPY_CAP
+        notes.append("This looks copied from the lesson text. Try putting it in your own words; "
+                     "that's what makes it stick.")
+    feedback = _feedback(check, ratios, score, wrong, notes, cut)
+    return JudgeResult(
+        score=score, feedback=feedback, criteria_scores={k: round(10 * v, 1) for k, v in ratios.items()}
+    )
+
+
+def topic_material(module: Module, topic_id: str) -> list[str]:
+    """What the learner was shown for a topic: its content and the source sections it points
+    at (for spotting an answer pasted back from the lesson)."""
+    topic = module.topic(topic_id)
+    if topic is None:
+        return []
+    texts = [topic.content] if topic.content else []
+    for ref in topic.sources:
+        source_id, _, section_id = ref.partition("#")
+        source = module.loaded_sources.get(source_id)
+        if source is not None:
+            texts += [s.text for s in source.sections if not section_id or s.id == section_id]
+    return texts
+
+
+def _criterion_ratio(criterion: Criterion, found: AnswerText) -> float:
+    hits = sum(1 for point in criterion.points if found.contains_any(point.phrasings))
+    return min(1.0, hits / criterion.required)
+
+
+def _states(found: AnswerText, phrases: Sequence[str]) -> bool:
+    """A phrase is stated unless one of the few words just before it negates it."""
+    for phrase in phrases:
+        for start, _end in found.find(compile_phrase(phrase), gap=0):  # misconceptions: exact
+            before = found.raw[max(0, start - _NEGATION_WINDOW):start]
+            if not any(w in NEGATIONS for w in before):
+                return True
+    return False
+
+
+def _is_term_list(found: AnswerText) -> bool:
+    if len(found.raw) < _LIST_MIN_WORDS:
+        return False
+    connecting = sum(1 for w in found.raw if w in CONNECTING)
+    return connecting / len(found.raw) < _LIST_MAX_SHARE
+
+
+def _is_copied(found: AnswerText, material: Iterable[str]) -> bool:
+    runs = _shingles(found.raw)
+    if len(runs) < 3:
+        return False
+    seen: set[tuple[str, ...]] = set()
+    for text in material:
+        seen |= _shingles(words(text))
+    return len(runs & seen) / len(runs) >= _COPY_SHARE
+
+
+def _shingles(ws: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(ws[i:i + _SHINGLE]) for i in range(len(ws) - _SHINGLE + 1)}
+
+
+def _feedback(check: Check, ratios: dict[str, float], score: int, wrong: list[str],
+              notes: list[str], cut: bool) -> str:
+    criteria = sorted(check.rubric.criteria, key=lambda c: -c.weight)  # the most important first
+    full = [c for c in criteria if ratios[c.name] >= 1.0]
+    partly = [c for c in criteria if 0 < ratios[c.name] < 1.0]
+    missing = [c for c in criteria if ratios[c.name] == 0]
+    parts: list[str] = []
+    if cut:
+        parts.append("That's a long answer, so I focused on the first part of it.")
+    if score >= check.threshold:
+        parts.append("Well done!" if not partly and not missing else "Nicely done.")
+    elif full or partly:
+        parts.append("Good start.")
+    else:
+        parts.append("Thanks for having a go.")
+    if full:
+        parts.append(f"You covered {_join([c.description for c in full])}.")
+    if partly:
+        parts.append(f"You're part of the way on {_join([c.description for c in partly])}.")
+    parts += wrong + notes
+    todo = partly + missing
+    if todo:
+        first = todo[0]
+        nudge = first.hint or first.description
+        lead = "To complete it," if score >= check.threshold or full else "A good next step:"
+        parts.append(f"{lead} think about {nudge}.")
+        if score < check.threshold:
+            parts.append("Have another go whenever you like.")
+    return " ".join(parts)
+
+
+def _join(items: list[str]) -> str:
+    items = [i.rstrip(". ") for i in items]
+    return items[0] if len(items) == 1 else "; ".join(items[:-1]) + "; and " + items[-1]

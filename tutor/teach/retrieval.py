@@ -1,0 +1,237 @@
+"""Retrieval over a module's sources and its authored topic content, with bm25s.
+
+Why bm25s: a kept BM25 library whose only dependency is numpy, that runs in-process with
+no download, builds this module's index in tens of milliseconds and answers in well under
+one; the database's full-text search would tie retrieval to SQLite vs PostgreSQL dialects
+and to a migration, for a corpus that fits in memory many times over.
+
+Passages are windows of whole paragraphs (about 60 to 170 words) of each source section and
+of each topic's content; a passage's text is always a verbatim span of its section, so a
+model quoting it verifies. Each passage belongs to a topic: a topic's own content, or a
+source section a topic points at (`sources:`; the first such topic in the author's order).
+
+Tokens: words folded for case and accents (tutor.text), stop words removed (English ones
+only from words typed without diacritics, so Vietnamese "sợ" is not English "so"), English
+words stemmed (Snowball), plus every pair of adjacent words, so phrases ("what if") and
+Vietnamese multi-syllable words ("tim đập nhanh") count for more than their parts. In a
+query a word counts twice and a pair once. A topic's card (title, keywords, aliases in any
+language, check questions and key points) is indexed with each of its passages and on its
+own: a Vietnamese question finds the English passage through the topic's aliases.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import bm25s
+import numpy as np
+import snowballstemmer
+
+from tutor.material import MODULE_SOURCE_ID
+from tutor.teach.quotes import module_sources
+from tutor.text import words
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.modules import Module, Topic
+
+__all__ = ["Index", "Passage", "retrieve", "tokens"]
+
+_MIN_WORDS = 60
+_MAX_WORDS = 170
+_TOPIC_SHARE = 0.3  # how much the topic's own words count in a passage's score
+_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\n[ \t]*\n|\Z)", re.S)
+
+_STOP_EN = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just let me more
+most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves im ive dont doesnt isnt s t d ll m re ve get got really
+actually please tell explain thing things something anything kind bit also still even ever much
+""".split())
+# Vietnamese function words, folded. Applied to every word; the English list only to words
+# typed without diacritics, so "sợ" (fear) is not dropped as the English "so".
+_STOP_VI = frozenset("""
+la gi toi co khong va cua khi thi mot nhung cac duoc nay do tai sao lam the nao nhu vay de voi cho
+ve o ra vao bi hay nen neu con rat qua ma cung da dang se ban minh nguoi thuong hon nhieu gium a oi
+""".split())
+_RAW_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class Passage:
+    score: float
+    source_id: str  # a declared source, or "module" for a topic's own content
+    source_title: str
+    section_id: str
+    section_title: str
+    topic_id: str | None
+    text: str  # verbatim from the section
+
+    @property
+    def header(self) -> str:
+        """Seed 001's chunk header, for prompts."""
+        return f'[Source: "{self.source_title}" (id: {self.source_id}), Section: "{self.section_title}"]'
+
+
+_stemmer = snowballstemmer.stemmer("english")
+_stem_lock = threading.Lock()  # Snowball stemmer objects keep state between calls
+_BRITISH = re.compile(r"(\w{3,})is(e|es|ed|ing|ation|ations)$")  # catastrophising -> catastrophizing
+
+
+@lru_cache(maxsize=8192)
+def _stem(word: str) -> str:
+    word = _BRITISH.sub(r"\1iz\2", word)
+    with _stem_lock:
+        return _stemmer.stemWord(word)
+
+
+def tokens(text: str) -> list[str]:
+    """Index/query tokens: folded words without stop words, stemmed; plus every pair of
+    adjacent words, stop words included ("what if", "lo âu là gì")."""
+    folded: list[tuple[str, bool]] = []  # (stemmed word, is a stop word)
+    for raw in _RAW_WORD.findall(unicodedata.normalize("NFC", text)):
+        for word in words(raw):
+            marked = word != raw.casefold()
+            stop = word in _STOP_VI or (not marked and word in _STOP_EN)
+            folded.append((_stem(word), stop))
+    return [w for w, stop in folded if not stop] + [f"{a}_{b}" for (a, _), (b, _) in zip(folded, folded[1:])]
+
+
+def _windows(text: str) -> list[str]:
+    """Whole paragraphs grouped into verbatim spans of about _MIN_WORDS.._MAX_WORDS words."""
+    spans = [(m.start(), m.end(), len(m.group().split())) for m in _PARAGRAPH.finditer(text)]
+    out: list[str] = []
+    start = end = count = 0
+    for i, (s, e, n) in enumerate(spans):
+        if count and count + n > _MAX_WORDS:
+            out.append(text[start:end])
+            count = 0
+        if not count:
+            start = s
+        end, count = e, count + n
+        remaining = sum(x[2] for x in spans[i + 1:])
+        if count >= _MIN_WORDS and remaining >= _MIN_WORDS // 2:
+            out.append(text[start:end])
+            count = 0
+    if count:
+        out.append(text[start:end])
+    return out
+
+
+def _topic_words(topic: Topic) -> str:
+    """What a topic is about, beyond its passages: title, keywords, aliases, and its checks'
+    questions and key points with their alternatives (never the example answers)."""
+    parts = [topic.title, *topic.keywords, *topic.aliases]
+    for check in topic.checks:
+        parts.append(check.question)
+        parts += [p for c in check.rubric.criteria for point in c.points for p in point.phrasings]
+    return " ".join(parts)
+
+
+class Index:
+    """A module's passages and their BM25 indexes. Build with `Index.build(module)` (cached
+    per module object), query with `search`.
+
+    Two indexes: one document per passage (its text, its section title and its topic's
+    words), and one short card per topic (title, keywords, aliases, check questions and key
+    points). A passage's score blends its own with its topic card's (each scaled to the best
+    for the query), so a question phrased like the topic rather than like the text still
+    reaches that topic's best passage. Results are spread over topics (`per_topic`).
+    """
+
+    _cache: dict[int, tuple[weakref.ref, Index]] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, passages: Sequence[Passage], documents: Sequence[list[str]],
+                 cards: dict[str | None, list[str]]) -> None:
+        self.passages = tuple(passages)
+        self._topics = list(cards)
+        self._vocab = {t for doc in documents for t in doc} | {t for card in cards.values() for t in card}
+        self._bm25 = bm25s.BM25()
+        self._topic_bm25 = bm25s.BM25()
+        if self.passages:
+            self._bm25.index([doc or ["_"] for doc in documents], show_progress=False)
+            self._topic_bm25.index([card or ["_"] for card in cards.values()], show_progress=False)
+        self._topic_at = [self._topics.index(p.topic_id) for p in self.passages]
+
+    @classmethod
+    def build(cls, module: Module) -> Index:
+        key = id(module)
+        with cls._lock:
+            hit = cls._cache.get(key)
+            if hit is not None and hit[0]() is module:
+                return hit[1]
+        index = cls.from_module(module)
+        with cls._lock:
+            cls._cache[key] = (weakref.ref(module, lambda _r, k=key: cls._cache.pop(k, None)), index)
+        return index
+
+    @classmethod
+    def from_module(cls, module: Module) -> Index:
+        topic_of: dict[tuple[str, str], str] = {}
+        whole_source: dict[str, str] = {}
+        for topic in module.topics:
+            for ref in topic.sources:
+                source_id, _, section_id = ref.partition("#")
+                if section_id:
+                    topic_of.setdefault((source_id, section_id), topic.id)
+                else:
+                    whole_source.setdefault(source_id, topic.id)
+        meta = {t.id: tokens(_topic_words(t)) for t in module.topics}
+        passages: list[Passage] = []
+        documents: list[list[str]] = []
+        cards: dict[str | None, list[str]] = {}  # topic id -> its card's tokens
+        for source in module_sources(module).values():
+            for section in source.sections:
+                if source.id == MODULE_SOURCE_ID:
+                    topic_id: str | None = section.id
+                else:
+                    topic_id = topic_of.get((source.id, section.id), whole_source.get(source.id))
+                title = tokens(section.title)
+                for text in _windows(section.text):
+                    body = tokens(text) + title
+                    passages.append(Passage(0.0, source.id, source.title, section.id, section.title, topic_id, text))
+                    documents.append(body + meta.get(topic_id or "", []))
+                    cards.setdefault(topic_id, meta.get(topic_id or "", []))
+        return cls(passages, documents, cards)
+
+    def search(self, query: str, k: int = 3, per_topic: int | None = 1) -> list[Passage]:
+        """The `k` best passages for `query`, best first, at most `per_topic` from one topic
+        (None: no limit); only passages that share a token with the query."""
+        if not self.passages or k < 1:
+            return []
+        wanted = [t for t in tokens(query[:2000]) if t in self._vocab]
+        if not wanted:
+            return []
+        wanted += [t for t in wanted if "_" not in t]  # a word counts twice, a pair of words once
+        own = np.asarray(self._bm25.get_scores(wanted), dtype=float)
+        topic = np.asarray(self._topic_bm25.get_scores(wanted), dtype=float)
+        if own.max() <= 0:
+            return []
+        blended = _TOPIC_SHARE * topic[self._topic_at] / (topic.max() or 1.0) + (1 - _TOPIC_SHARE) * own / own.max()
+        out: list[Passage] = []
+        taken: dict[str | None, int] = {}
+        for i in np.argsort(-blended, kind="stable"):
+            passage = self.passages[int(i)]
+            if own[i] <= 0 or (per_topic is not None and taken.get(passage.topic_id, 0) >= per_topic):
+                continue
+            taken[passage.topic_id] = taken.get(passage.topic_id, 0) + 1
+            out.append(replace(passage, score=round(float(blended[i]), 4)))
+            if len(out) == k:
+                break
+        return out
+
+
+def retrieve(module: Module, question: str, k: int = 3) -> list[Passage]:
+    """The module's `k` passages that best answer `question` (the index is built once)."""
+    return Index.build(module).search(question, k)

@@ -1,0 +1,230 @@
+"""Evidence suites for teaching: retrieval questions and judged answers, and their scores.
+
+`evals/teach/questions.yaml`: learner questions, each with the topic that answers it.
+`evals/teach/answers.yaml`: answers to the module's checks, each with the band of scores a
+fair tutor would give. `tutor teach eval` runs both against a module (tutor/cli/teach_cmd.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from tutor.teach.builtin_judge import judge_builtin, topic_material
+from tutor.teach.retrieval import Index
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.modules import Module
+
+__all__ = [
+    "DEFAULT_BANDS",
+    "GOALS",
+    "AnswerCase",
+    "JudgeReport",
+    "Question",
+    "RetrievalReport",
+    "SuiteError",
+    "evaluate_judge",
+    "evaluate_retrieval",
+    "load_answers",
+    "load_questions",
+]
+
+GOALS = {"top1": 0.85, "top3": 0.95, "judge": 0.90}
+DEFAULT_BANDS = {"good": (7, 10), "partial": (3, 6), "wrong": (0, 3), "gaming": (0, 4)}
+
+
+class SuiteError(ValueError):
+    """A suite file that cannot be used; the message says where."""
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    topic: str
+    lang: str = "en"
+    also: tuple[str, ...] = ()
+    held_out: bool = False
+
+
+@dataclass(frozen=True)
+class AnswerCase:
+    check: str
+    kind: str
+    text: str
+    band: tuple[int, int]
+
+
+def _load(path: str | Path, key: str) -> tuple[str, list[dict[str, Any]]]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise SuiteError(f"{path}: cannot read the suite: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("module"), str):
+        raise SuiteError(f"{path}: a suite is a mapping with `module:` and `{key}:`")
+    items = data.get(key)
+    if not isinstance(items, list) or not items or not all(isinstance(i, dict) for i in items):
+        raise SuiteError(f"{path}: `{key}:` needs a non-empty list of mappings")
+    return data["module"], items
+
+
+def load_questions(path: str | Path, module: Module) -> list[Question]:
+    module_id, items = _load(path, "questions")
+    _same_module(path, module_id, module)
+    known = set(module.topic_ids)
+    out = []
+    for i, item in enumerate(items):
+        text, topic, also = item.get("q"), item.get("topic"), tuple(item.get("also") or ())
+        if not isinstance(text, str) or not text.strip():
+            raise SuiteError(f"{path}: questions[{i}]: `q:` must be the question text")
+        for name in (topic, *also):
+            if name not in known:
+                raise SuiteError(f"{path}: questions[{i}]: unknown topic {name!r} in module {module.id!r}")
+        out.append(Question(text, topic, str(item.get("lang", "en")), also, bool(item.get("held_out", False))))
+    return out
+
+
+def load_answers(path: str | Path, module: Module) -> list[AnswerCase]:
+    module_id, items = _load(path, "answers")
+    _same_module(path, module_id, module)
+    out = []
+    for i, item in enumerate(items):
+        check, kind, text = item.get("check"), item.get("kind"), item.get("text")
+        if module.find_check(str(check)) is None:
+            raise SuiteError(f"{path}: answers[{i}]: unknown check {check!r} in module {module.id!r}")
+        if kind not in DEFAULT_BANDS:
+            raise SuiteError(f"{path}: answers[{i}]: kind must be one of {', '.join(DEFAULT_BANDS)}")
+        if not isinstance(text, str):
+            raise SuiteError(f"{path}: answers[{i}]: `text:` must be the answer")
+        band = item.get("band", DEFAULT_BANDS[kind])
+        if not (isinstance(band, (list, tuple)) and len(band) == 2 and 0 <= band[0] <= band[1] <= 10):
+            raise SuiteError(f"{path}: answers[{i}]: band must be [low, high] within 0-10")
+        out.append(AnswerCase(str(check), kind, text, (int(band[0]), int(band[1]))))
+    return out
+
+
+def _same_module(path: str | Path, module_id: str, module: Module) -> None:
+    if module_id != module.id:
+        raise SuiteError(f"{path}: the suite is for module {module_id!r}, not {module.id!r}")
+
+
+# --- retrieval ----------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    top1: int = 0
+    top3: int = 0
+    strict_top1: int = 0
+    strict_top3: int = 0
+
+    def rates(self) -> dict[str, float]:
+        n = self.n or 1
+        return {"n": self.n, "top1": self.top1 / n, "top3": self.top3 / n,
+                "strict_top1": self.strict_top1 / n, "strict_top3": self.strict_top3 / n}
+
+
+@dataclass
+class RetrievalReport:
+    groups: dict[str, Tally]  # "all", each language, "held_out"
+    misses: list[dict[str, Any]]  # questions whose expected topic is not the top passage's
+    passages: int
+    build_ms: float
+    query_ms_p50: float
+    query_ms_max: float
+
+    @property
+    def ok(self) -> bool:
+        total = self.groups["all"].rates()
+        return total["top1"] >= GOALS["top1"] and total["top3"] >= GOALS["top3"]
+
+
+def evaluate_retrieval(module: Module, questions: list[Question], k: int = 3) -> RetrievalReport:
+    builds = []
+    for _ in range(3):  # the median of a few fresh builds (machines are shared and noisy)
+        start = time.perf_counter()
+        index = Index.from_module(module)
+        builds.append((time.perf_counter() - start) * 1000)
+    groups: dict[str, Tally] = {"all": Tally()}
+    misses: list[dict[str, Any]] = []
+    timings = []
+    for q in questions:
+        start = time.perf_counter()
+        found = index.search(q.text, k)
+        timings.append((time.perf_counter() - start) * 1000)
+        topics = [p.topic_id for p in found]
+        accepted = {q.topic, *q.also}
+        hit1 = bool(topics) and topics[0] in accepted
+        hit3 = bool(accepted & set(topics))
+        for name in ("all", q.lang, *(["held_out"] if q.held_out else [])):
+            tally = groups.setdefault(name, Tally())
+            tally.n += 1
+            tally.top1 += hit1
+            tally.top3 += hit3
+            tally.strict_top1 += bool(topics) and topics[0] == q.topic
+            tally.strict_top3 += q.topic in topics
+        if not hit1:
+            misses.append({"question": q.text, "lang": q.lang, "expected": q.topic, "got": topics, "top3": hit3})
+    return RetrievalReport(groups, misses, len(index.passages), statistics.median(builds),
+                           statistics.median(timings) if timings else 0.0, max(timings, default=0.0))
+
+
+# --- judging ------------------------------------------------------------------------------
+
+
+@dataclass
+class JudgeReport:
+    n: int = 0
+    within: int = 0
+    by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> [within, n]
+    misses: list[dict[str, Any]] = field(default_factory=list)
+    examples_mastered: int = 0
+    examples: int = 0
+    ms_per_answer: float = 0.0
+
+    @property
+    def agreement(self) -> float:
+        return self.within / self.n if self.n else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.agreement >= GOALS["judge"] and self.examples_mastered == self.examples
+
+
+def evaluate_judge(module: Module, answers: list[AnswerCase]) -> JudgeReport:
+    """The built-in judge against the suite's bands, and every check's own example answer
+    (each must reach its mastery threshold, or the rubric is unfair to good answers)."""
+    report = JudgeReport()
+    start = time.perf_counter()
+    for case in answers:
+        found = module.find_check(case.check)
+        assert found is not None  # load_answers checked it
+        topic, check = found
+        result = judge_builtin(check, case.text, material=topic_material(module, topic.id))
+        inside = case.band[0] <= result.score <= case.band[1]
+        report.n += 1
+        report.within += inside
+        tally = report.by_kind.setdefault(case.kind, [0, 0])
+        tally[0] += inside
+        tally[1] += 1
+        if not inside:
+            report.misses.append({"check": case.check, "kind": case.kind, "band": list(case.band),
+                                  "score": result.score, "answer": case.text, "feedback": result.feedback})
+    report.ms_per_answer = (time.perf_counter() - start) * 1000 / max(1, len(answers))
+    for topic in module.topics:
+        for check in topic.checks:
+            report.examples += 1
+            result = judge_builtin(check, check.example_answer)
+            if result.score >= check.threshold:
+                report.examples_mastered += 1
+            else:
+                report.misses.append({"check": check.id, "kind": "example_answer", "band": [check.threshold, 10],
+                                      "score": result.score, "answer": check.example_answer,
+                                      "feedback": result.feedback})
+    return report
