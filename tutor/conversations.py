@@ -11,7 +11,7 @@ event loop never waits on the database. Rules kept here:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -303,11 +303,15 @@ def store_reply(
     state: ProgressState,
     reply_to_seq: int | None,
     risks: Iterable[RiskEvent] = (),
+    guard: Callable[[Session], None] | None = None,
 ) -> MessageView:
     """The tutor's reply, one audit row per model call, the learner's progress, and the
-    safety screen's flags for review, in one transaction."""
+    safety screen's flags for review, in one transaction. `guard` runs first in that
+    transaction and may raise to store nothing (tutor.claims.release: the reply claim)."""
     forms = (shown.content.forms or []) if shown else []
     with store.session() as s:
+        if guard is not None:
+            guard(s)
         row = Message(
             conversation_id=conv.id or 0,
             seq=_next_seq(s, conv.id or 0),

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 
+from tutor import claims
 from tutor import conversations as db
 from tutor import progress as progress_mod
 from tutor import prompts
@@ -25,12 +26,15 @@ from tutor.llm.streaming import TurnListener
 from tutor.modules import Library, Module
 from tutor.progress import ProgressState
 from tutor.risk.turn import FAILED_LABEL, SafetySettings, TurnScreen, safety_reply, screen_turn
+from tutor.settings import REPLY_LEASE_S
 from tutor.store import RiskEvent, Store
 from tutor.views import ConversationSummary, ConversationView, MessageView, ProgressView, TurnResult
 
 __all__ = ["Engine", "InputError", "PendingTurn"]
 
 log = logging.getLogger(__name__)
+
+CLAIM_POLL_S = 0.5  # how often a worker waiting on another's reply looks for it
 
 ENGINE_ERROR_TEXT = (
     "Sorry — something went wrong on my side while preparing that answer. Your message is "
@@ -48,6 +52,8 @@ class Engine:
         self.library = library
         self.settings = settings
         self.safety = safety or SafetySettings()
+        self.lease_s = REPLY_LEASE_S
+        self.holder = claims.HOLDER  # who this process is, in reply claims
         self._locks: dict[int, asyncio.Lock] = {}
         self._stops: dict[int, asyncio.Event] = {}  # turns being written, by conversation
 
@@ -61,10 +67,10 @@ class Engine:
         A new conversation begins with the tutor's opening turn; with defer_opening the
         caller asks for it later with respond_pending (so a page never waits on a model)."""
         module = self.library.get(module_id)  # raises ModuleNotServable with the check message
-        conversation_id, created = await asyncio.to_thread(db.find_or_create, self.store, learner_key, module.id, new)
+        conversation_id, created = await self.store.run(db.find_or_create, self.store, learner_key, module.id, new)
         if created and not defer_opening:
             await self.respond_pending(conversation_id)
-        return await asyncio.to_thread(self._view, conversation_id)
+        return await self.store.run(self._view, conversation_id)
 
     def conversations(self, learner_key: str) -> list[ConversationSummary]:
         return db.summaries(self.store, learner_key)
@@ -86,14 +92,15 @@ class Engine:
     async def accept(self, conversation_id: int, learner_input: LearnerInput) -> PendingTurn:
         """Check the learner's input and store it. Refused input raises InputError and
         stores nothing."""
-        return await asyncio.to_thread(db.accept, self.store, conversation_id, learner_input)
+        return await self.store.run(db.accept, self.store, conversation_id, learner_input)
 
     async def skip_form(self, conversation_id: int, form_id: str) -> bool:
-        return await asyncio.to_thread(db.skip_form, self.store, conversation_id, form_id)
+        return await self.store.run(db.skip_form, self.store, conversation_id, form_id)
 
     async def respond(self, pending: PendingTurn, listener: TurnListener | None = None) -> TurnResult:
         async with self._lock(pending.conversation_id):
-            return await self._respond_to(pending, listener)
+            return await self._claimed(
+                pending.conversation_id, pending.learner.seq, lambda: self._respond_to(pending, listener))
 
     async def respond_pending(
         self, conversation_id: int, listener: TurnListener | None = None
@@ -101,14 +108,16 @@ class Engine:
         """Answer the conversation's oldest unanswered learner message (also after a
         restart cut a turn short), or write the opening turn. None when nothing is owed."""
         async with self._lock(conversation_id):
-            pending = await asyncio.to_thread(db.pending, self.store, conversation_id)
+            pending = await self.store.run(db.pending, self.store, conversation_id)
             if pending is None:
                 return None
             if pending is OPENING:
-                conv = await asyncio.to_thread(db.get_conversation, self.store, conversation_id)
+                conv = await self.store.run(db.get_conversation, self.store, conversation_id)
                 module = self.library.get(conv.module_id)
-                return await self._respond(conversation_id, module, None, frozenset(), listener)
-            return await self._respond_to(pending, listener)
+                return await self._claimed(conversation_id, claims.OPENING_SEQ, lambda: self._respond(
+                    conversation_id, module, None, frozenset(), listener))
+            return await self._claimed(conversation_id, pending.learner.seq,
+                                       lambda: self._respond_to(pending, listener))
 
     def stop(self, conversation_id: int) -> bool:
         """Stop the reply being written in this conversation, if any (the learner's Stop).
@@ -129,8 +138,35 @@ class Engine:
 
     # -------------------------------------------------------------------- internals
 
+    async def _claimed(self, conversation_id: int, seq: int, answer) -> TurnResult:
+        """Answer message `seq` only while holding its claim (tutor.claims): another worker
+        (another tab, another machine) answering it meanwhile is waited for, and its stored
+        reply returned; a dead worker's claim is taken over once its lease expires."""
+        while True:
+            got = await self.store.run(claims.claim, self.store, conversation_id, seq, self.lease_s, self.holder)
+            stored = await self.store.run(claims.reply_id, self.store, conversation_id, seq)
+            if stored is not None:  # answered while we looked: show that reply
+                if got:
+                    await self.store.run(claims.drop, self.store, conversation_id, seq, self.holder)
+                return await self.store.run(self._stored_result, conversation_id, stored)
+            if got:
+                try:
+                    async with claims.Heartbeat(self.store, conversation_id, seq, self.lease_s, self.holder):
+                        return await answer()
+                except claims.ClaimLost:
+                    log.warning("conversation %s: reply to %s discarded, another worker answered it",
+                                conversation_id, seq)
+                    continue
+            await asyncio.sleep(CLAIM_POLL_S)
+
+    def _stored_result(self, conversation_id: int, reply_id: int) -> TurnResult:
+        view = self._view(conversation_id)
+        reply = next(m for m in view.messages if m.id == reply_id)
+        learner = next((m for m in view.messages if m.seq == reply.reply_to_seq), None)
+        return TurnResult(learner=learner, reply=reply, progress=view.progress)
+
     async def _respond_to(self, pending: PendingTurn, listener: TurnListener | None) -> TurnResult:
-        conv = await asyncio.to_thread(db.get_conversation, self.store, pending.conversation_id)
+        conv = await self.store.run(db.get_conversation, self.store, pending.conversation_id)
         module = self.library.get(conv.module_id)
         learner_input = pending.learner_input
         # The safety screen comes before anything else is done with the learner's words.
@@ -156,7 +192,7 @@ class Engine:
     ) -> TurnResult:
         # Callers hold self._lock(conversation_id).
         upto = pending.learner.seq if pending else None
-        inputs = await asyncio.to_thread(db.turn_inputs, self.store, conversation_id, module.id, upto)
+        inputs = await self.store.run(db.turn_inputs, self.store, conversation_id, module.id, upto)
         # Count the learner's evidence, but leave milestones for the reply to celebrate.
         interim = progress_mod.apply_evidence(module, inputs.progress, detected)
         messages = prompts.build_messages(module, interim, inputs.history, pending.prompt_text if pending else None)
@@ -185,12 +221,13 @@ class Engine:
             log.info("ignored non-canonical topic claims: %s", update.ignored_claims)
         shown = _with_server_meta(result.parsed.response, module, update)
         parsed = result.parsed
-        reply = await asyncio.to_thread(
+        reply = await self.store.run(
             db.store_reply, self.store, inputs.conversation, module.id,
             raw=parsed.raw, shown=shown, outcome=parsed.outcome,
             flags=list(dict.fromkeys([*parsed.flags, *result.flags])),
             attempts=[*(screened.attempts if screened else ()), *result.attempts], state=update.state,
             reply_to_seq=upto, risks=_risk_rows(pending, module, screened) if pending and screened else [],
+            guard=_release(conversation_id, upto, self.holder),
         )
         return TurnResult(
             learner=pending.learner if pending else None,
@@ -208,16 +245,16 @@ class Engine:
                         screened.problem)
         log.info("safety reply in conversation %s: %s", pending.conversation_id, screened.turn_flags())
         upto = pending.learner.seq
-        inputs = await asyncio.to_thread(db.turn_inputs, self.store, pending.conversation_id, module.id, upto)
+        inputs = await self.store.run(db.turn_inputs, self.store, pending.conversation_id, module.id, upto)
         update = progress_mod.reconcile(module, inputs.progress, frozenset(), [])
         response = safety_reply(self.library.safety_for(module.id), screened, module.language)
         risks = _risk_rows(pending, module, screened)
-        reply = await asyncio.to_thread(
+        reply = await self.store.run(
             db.store_reply, self.store, inputs.conversation, module.id,
             raw=json.dumps(response.to_json_dict(), ensure_ascii=False),
             shown=_with_server_meta(response, module, update), outcome="valid",
             flags=screened.turn_flags(), attempts=screened.attempts, state=update.state,
-            reply_to_seq=upto, risks=risks,
+            reply_to_seq=upto, risks=risks, guard=_release(pending.conversation_id, upto, self.holder),
         )
         return TurnResult(
             learner=pending.learner, reply=reply, progress=_progress_view(module, update.state, None),
@@ -256,6 +293,12 @@ class Engine:
             progress=_progress_view(module, state, None),
             awaiting_reply=not messages or unanswered is not None,
         )
+
+
+def _release(conversation_id: int, upto: int | None, holder: str):
+    """store_reply's guard: the reply is stored only while we still hold its claim."""
+    seq = claims.OPENING_SEQ if upto is None else upto
+    return lambda session: claims.release(session, conversation_id, seq, holder)
 
 
 def _risk_rows(pending: PendingTurn, module: Module, screened: TurnScreen) -> list[RiskEvent]:

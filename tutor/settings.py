@@ -12,6 +12,11 @@ DATA_DIR = Path(os.environ.get("TUTOR_DATA_DIR", REPO_ROOT / "data"))
 MAX_MESSAGE_CHARS = int(os.environ.get("TUTOR_MAX_MESSAGE_CHARS", "4000"))
 
 
+# Seconds a worker's claim on answering a message lasts without renewal (tutor.claims): a
+# turn a dead worker held is taken over by another worker this long after its last beat.
+REPLY_LEASE_S = float(os.environ.get("TUTOR_REPLY_LEASE", "20"))
+
+
 def database_url() -> str:
     """TUTOR_DATABASE_URL, or a SQLite file in the data directory."""
     url = os.environ.get("TUTOR_DATABASE_URL", "").strip()

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import json
-from collections.abc import Iterator
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy
 from sqlmodel import Field, Session, SQLModel, create_engine, select
@@ -140,18 +146,74 @@ class RiskEvent(SQLModel, table=True):
         return json.loads(self.evidence_json or "[]")
 
 
-TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent)
+class ReplyClaim(SQLModel, table=True):
+    """The right to answer one learner message (seq -1: the opening turn), held by one
+    worker until `lease_until`; the holder renews it while the model writes, and drops it
+    in the transaction that stores the reply. Another worker takes over an expired lease."""
+
+    __table_args__ = (sqlalchemy.UniqueConstraint("conversation_id", "learner_seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(foreign_key="conversation.id", index=True)
+    learner_seq: int
+    holder: str = Field(max_length=96)
+    lease_until: datetime
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent, ReplyClaim)
+
+
+DEFAULT_DB_THREADS = 8
+# A pooled PostgreSQL connection idle this long is pinged before use (a stale one is
+# replaced); one in steady use is not: a failure on it invalidates it and every pooled
+# connection older than the failure (SQLAlchemy's disconnect handling), so a restarted
+# server costs at most the statements in flight.
+PING_AFTER_IDLE_S = 1.0
+
+T = TypeVar("T")
+
+
+def db_threads(env: Any = None) -> int:
+    """TUTOR_DB_THREADS: database calls one process runs at once (threads, and the pooled
+    connections they use)."""
+    raw = ((os.environ if env is None else env).get("TUTOR_DB_THREADS") or "").strip()
+    try:
+        count = int(raw) if raw else DEFAULT_DB_THREADS
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"TUTOR_DB_THREADS={raw!r} is not a positive whole number: set e.g. "
+                         f"TUTOR_DB_THREADS={DEFAULT_DB_THREADS}")
+    return count
 
 
 class Store:
-    """A database: the engine plus sessions. One per process."""
+    """A database: the engine plus sessions, and the threads that call it. One per process."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, threads: int | None = None) -> None:
         self.url = url or database_url()
-        connect_args = {"check_same_thread": False} if self.url.startswith("sqlite") else {}
-        self.engine = create_engine(self.url, connect_args=connect_args, pool_pre_ping=True)
-        if self.url.startswith("sqlite"):
+        self.threads = threads or db_threads()
+        sqlite = self.url.startswith("sqlite")
+        options: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if sqlite else {}
+        if not (sqlite and _in_memory(self.url)):  # a file or a server: a QueuePool
+            options.update(pool_size=self.threads, max_overflow=10)
+        self.engine = create_engine(self.url, **options)
+        if sqlite:
             sqlalchemy.event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            sqlalchemy.event.listen(self.engine.pool, "checkin", _note_checkin)
+            sqlalchemy.event.listen(self.engine.pool, "checkout", functools.partial(_ping_if_idle, self.engine))
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` in one of the store's threads (asyncio.to_thread, but on a
+        pool sized to the database's: the loop's default executor has cores + 4 threads,
+        six here, and 200 learners' calls queued behind them)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="tutor-db")
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -175,6 +237,9 @@ class Store:
         SQLModel.metadata.create_all(self.engine)
 
     def dispose(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
         self.engine.dispose()
 
 
@@ -186,12 +251,37 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _in_memory(url: str) -> bool:
+    database = sqlalchemy.make_url(url).database
+    return not database or database == ":memory:" or "mode=memory" in url
+
+
+def _note_checkin(_dbapi_connection: Any, record: Any) -> None:
+    if record is not None:
+        record.info["checked_in"] = time.monotonic()
+
+
+def _ping_if_idle(engine: Any, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    """Pessimistic disconnect handling for connections that sat idle: SQLAlchemy's own ping
+    (pool_pre_ping), but not on every checkout, where it cost one round trip per session."""
+    since = record.info.get("checked_in")
+    if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+        return
+    try:
+        engine.dialect.do_ping(dbapi_connection)
+    except engine.dialect.loaded_dbapi.Error as exc:
+        if engine.dialect.is_disconnect(exc, dbapi_connection, None):
+            raise sqlalchemy.exc.InvalidatePoolError(str(exc)) from exc  # reconnect, every connection
+        raise
+
+
 __all__ = [
     "AuditEvent",
     "Conversation",
     "Learner",
     "Message",
     "ProgressRecord",
+    "ReplyClaim",
     "RiskEvent",
     "Store",
     "TABLES",

@@ -190,7 +190,7 @@ def test_the_deadline_counts_the_reask(openai_server):
     prose = "Well, anxiety is a feeling of worry that something bad may happen."
     openai_server.script(wire.openai_stream(prose, delay_s=2.0), Scripted(hang=True))
     listener = Listener()
-    result, took = play(openai_server, listener=listener, deadline_s=3.0)
+    result, took = play(openai_server, listener=listener, deadline_s=3.0, timeout_s=10.0)
     assert took < 3.0 + SLACK
     first, reask = result.attempts
     assert first.outcome == "invalid" and first.latency_ms >= 1800

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
 import httpx
 
-from tutor.llm.config import LLMSettings
+from tutor.llm.config import ConfigError, LLMSettings
 from tutor.llm.errors import (
     BadResponse,
     ConnectionFailed,
@@ -30,6 +31,24 @@ USER_AGENT = "tutor/0.1 (+httpx)"
 # A server that ignores `stream: true` answers with one JSON body; we hand it over as a
 # single synthetic event so providers can read it like a non-streamed reply.
 WHOLE_BODY_EVENT = "tutor.whole_body"
+
+DEFAULT_MAX_CONNECTIONS = 1000
+
+
+def http_limits(env=None) -> httpx.Limits:
+    """TUTOR_LLM_MAX_CONNECTIONS: model calls one process keeps open at once, all kept alive
+    between calls. httpx's defaults (100 open, 20 kept alive) queued the 101st learner's
+    turn and reconnected most others; its pool rescans that queue on every release, which at
+    200 learners cost more CPU than the turns themselves."""
+    raw = ((os.environ if env is None else env).get("TUTOR_LLM_MAX_CONNECTIONS") or "").strip()
+    try:
+        count = int(raw) if raw else DEFAULT_MAX_CONNECTIONS
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ConfigError(f"TUTOR_LLM_MAX_CONNECTIONS={raw!r} is not a positive whole number: set e.g. "
+                          f"TUTOR_LLM_MAX_CONNECTIONS={DEFAULT_MAX_CONNECTIONS}")
+    return httpx.Limits(max_connections=count, max_keepalive_connections=count)
 
 
 class HTTPTransport:
@@ -50,6 +69,7 @@ class HTTPTransport:
         self._owns_client = client is None
         self._shared_client = client
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._limits = http_limits()
 
     @property
     def _client(self) -> httpx.AsyncClient:
@@ -63,7 +83,8 @@ class HTTPTransport:
         if client is None:
             for old in [old for old in self._clients if old.is_closed()]:
                 del self._clients[old]
-            client = self._clients[loop] = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s))
+            client = self._clients[loop] = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s),
+                                                               limits=self._limits)
         return client
 
     def _url(self, path: str) -> str:

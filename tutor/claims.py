@@ -1,0 +1,140 @@
+"""One reply per learner message, whatever the number of workers, tabs or machines.
+
+Before any model call, a worker claims the right to answer a message in the database
+(`ReplyClaim`, unique per conversation and message). The claim is a lease: the holder
+renews it while the model writes (`Heartbeat`), and gives it up in the same transaction
+that stores the reply (`release`, which refuses if the lease was lost meanwhile — so a
+worker that stalled past its lease never stores a second reply). A worker that dies stops
+renewing; once the lease has expired, another worker takes the claim over and answers.
+
+Plain synchronous functions over a Store, like tutor.conversations; the engine runs them
+in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from datetime import timedelta, timezone
+
+from sqlalchemy import delete, or_, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from tutor.store import Message, ReplyClaim, Store, utcnow
+
+__all__ = ["HOLDER", "OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "drop", "holder_of", "release", "reply_id"]
+
+log = logging.getLogger(__name__)
+
+# This process: readable in the database (host and pid), unique across restarts.
+HOLDER = f"{socket.gethostname()[:48]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+OPENING_SEQ = -1  # the opening turn answers no learner message
+
+
+class ClaimLost(RuntimeError):
+    """Another worker took this message over (our lease expired): our reply is not stored."""
+
+
+def claim(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str = HOLDER) -> bool:
+    """Claim the right to answer message `seq` (or renew our own claim). False while
+    another worker holds an unexpired lease."""
+    now = utcnow()
+    until = now + timedelta(seconds=lease_s)
+    with store.session() as s:
+        taken = s.execute(
+            update(ReplyClaim)
+            .where(col(ReplyClaim.conversation_id) == conversation_id, col(ReplyClaim.learner_seq) == seq,
+                   or_(col(ReplyClaim.holder) == holder, col(ReplyClaim.lease_until) < now))
+            .values(holder=holder, lease_until=until)
+        )
+        if taken.rowcount:
+            s.commit()
+            return True
+        s.add(ReplyClaim(conversation_id=conversation_id, learner_seq=seq, holder=holder, lease_until=until))
+        try:
+            s.commit()
+        except IntegrityError:  # someone else's live claim
+            s.rollback()
+            return False
+        return True
+
+
+def release(session: Session, conversation_id: int, seq: int, holder: str = HOLDER) -> None:
+    """Inside the transaction that stores the reply: drop our claim, or raise ClaimLost
+    (the transaction then rolls back and nothing is stored)."""
+    gone = session.execute(
+        delete(ReplyClaim).where(col(ReplyClaim.conversation_id) == conversation_id,
+                                 col(ReplyClaim.learner_seq) == seq, col(ReplyClaim.holder) == holder)
+    )
+    if not gone.rowcount:
+        raise ClaimLost(f"conversation {conversation_id}: message {seq} was taken over by another worker")
+
+
+def drop(store: Store, conversation_id: int, seq: int, holder: str = HOLDER) -> None:
+    """Give up our claim without storing anything (the message was answered meanwhile)."""
+    with store.session() as s:
+        s.execute(delete(ReplyClaim).where(col(ReplyClaim.conversation_id) == conversation_id,
+                                           col(ReplyClaim.learner_seq) == seq, col(ReplyClaim.holder) == holder))
+        s.commit()
+
+
+def reply_id(store: Store, conversation_id: int, seq: int) -> int | None:
+    """The stored tutor message answering `seq` (OPENING_SEQ: the opening turn), if any."""
+    with store.session() as s:
+        query = select(Message.id).where(Message.conversation_id == conversation_id, Message.role == "tutor")
+        if seq == OPENING_SEQ:
+            query = query.where(col(Message.reply_to_seq).is_(None))
+        else:
+            query = query.where(Message.reply_to_seq == seq)
+        return s.exec(query.limit(1)).first()
+
+
+def holder_of(store: Store, conversation_id: int, seq: int) -> tuple[str, bool] | None:
+    """(holder, lease still live) of a message's claim, or None when unclaimed."""
+    with store.session() as s:
+        row = s.exec(select(ReplyClaim).where(ReplyClaim.conversation_id == conversation_id,
+                                              ReplyClaim.learner_seq == seq)).first()
+    if row is None:
+        return None
+    until = row.lease_until if row.lease_until.tzinfo else row.lease_until.replace(tzinfo=timezone.utc)
+    return row.holder, until >= utcnow()
+
+
+class Heartbeat:
+    """Renews a claim every third of its lease while a reply is being written."""
+
+    def __init__(self, store: Store, conversation_id: int, seq: int, lease_s: float, holder: str = HOLDER) -> None:
+        self.store, self.conversation_id, self.seq, self.lease_s = store, conversation_id, seq, lease_s
+        self.holder = holder
+        self._task: asyncio.Task | None = None
+
+    async def __aenter__(self) -> Heartbeat:
+        self._task = asyncio.create_task(self._beat())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                renewed = await self.store.run(claim, self.store, self.conversation_id, self.seq, self.lease_s,
+                                               self.holder)
+            except Exception:  # a database hiccup: the next beat tries again
+                log.warning("could not renew the reply claim for conversation %s", self.conversation_id,
+                            exc_info=True)
+                continue
+            if not renewed:
+                log.warning("conversation %s: message %s was taken over by another worker",
+                            self.conversation_id, self.seq)
+                return
