@@ -19,3 +19,29 @@ config = rx.Config(
     telemetry_enabled=False,
     disable_plugins=[rx.plugins.SitemapPlugin],
 )
+
+
+def _respawn_crashed_workers() -> None:
+    """A worker that dies (killed, out of memory) is replaced and the others carry on.
+
+    Reflex starts granian's server without its `respawn_failed_workers` option, and then
+    one dead worker stops them all. This makes the option the default for the server
+    Reflex builds in this process (a crash loop, a worker dying again within 5.5 s, still
+    stops the server, so a broken deployment does not spin)."""
+    try:
+        from granian.server.common import AbstractServer
+    except ImportError:  # pragma: no cover - another server in use
+        return
+    original = AbstractServer.__init__
+    if getattr(original, "_tutor_respawns", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("respawn_failed_workers", True)
+        original(self, *args, **kwargs)
+
+    __init__._tutor_respawns = True  # type: ignore[attr-defined]
+    AbstractServer.__init__ = __init__  # type: ignore[method-assign]
+
+
+_respawn_crashed_workers()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import reflex as rx
 
-from tutor.display import BlockItem
+from tutor.display import BlockItem, QuoteItem
 
 _CALLOUT_LABEL = {"info": "Info", "warning": "Warning", "success": "Well done", "tip": "Tip"}
 _CALLOUT_ICON = {"info": "info", "warning": "triangle-alert", "success": "circle-check", "tip": "lightbulb"}
@@ -50,4 +50,19 @@ def text_block(block: rx.Var[BlockItem]) -> rx.Component:
         ("success", _callout("success", block)),
         ("tip", _callout("tip", block)),
         rendered(rx.el.div, block.html, class_name="block block-paragraph md"),
+    )
+
+
+def cited_quote(quote: rx.Var[QuoteItem]) -> rx.Component:
+    """A quote from the module's material that the server verified word for word, with its
+    source title and section as the caption."""
+    return rx.el.figure(
+        rendered(rx.el.blockquote, quote.html, class_name="md"),
+        rx.el.figcaption(
+            rx.icon("book-open", size=14, aria_hidden="true"),
+            rx.el.span(quote.caption),
+            class_name="cited-caption",
+        ),
+        class_name="block block-cited",
+        data_source=quote.source_id,
     )

@@ -16,6 +16,7 @@ def _progress(card: rx.Var[ModuleCard]) -> rx.Component:
         rx.el.p(
             rx.el.strong(card.percent.to_string() + "%"),
             " · " + card.covered.to_string() + " of " + card.topics.to_string() + " topics covered",
+            rx.cond(card.mastered > 0, " · " + card.mastered.to_string() + " mastered", ""),
             rx.cond(card.activity != "", rx.el.span(" · " + card.activity)),
             class_name="card-progress-text",
         ),
@@ -85,6 +86,10 @@ def home_page() -> rx.Component:
             rx.el.h1("Tutor"),
             rx.el.p("Pick a module and learn by conversation. Type anything, any time."),
             class_name="home-header",
+        ),
+        rx.cond(  # the database is down: say so calmly instead of showing no modules
+            HomeState.unavailable != "",
+            rx.el.p(HomeState.unavailable, class_name="operator-notice", id="unavailable", role="alert"),
         ),
         rx.el.ul(rx.foreach(HomeState.modules, _module_card), class_name="module-list", id="modules"),
         rx.cond(

@@ -1,5 +1,5 @@
-"""One chat message: the learner's words, or a tutor reply (blocks, media, forms, next
-step), or an unreadable reply shown as plain markdown with a small notice (a long one
+"""One chat message: the learner's words, or a tutor reply (blocks, verified quotes, media,
+forms, next step), or an unreadable reply shown as plain markdown with a small notice (a long one
 shows its first part, the rest behind "Show the rest").
 
 `message_view` is memoised and reads nothing from the state directly: everything comes in
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from components.blocks import rendered, text_block
+from components.blocks import cited_quote, rendered, text_block
 from components.forms import FormContext, form_view
 from components.media import media_item
 from tutor.display import FormState, MessageItem
@@ -90,6 +90,11 @@ def _tutor(msg: rx.Var[MessageItem], latest: rx.Var[bool], ctx: FormContext) -> 
                 class_name="fallback",
             ),
             rx.el.div(rx.foreach(msg.blocks, text_block), class_name="blocks"),
+        ),
+        rx.cond(
+            msg.quotes.length() > 0,
+            rx.el.div(rx.foreach(msg.quotes, cited_quote), class_name="cited", role="group",
+                      aria_label="From the module's material"),
         ),
         rx.foreach(msg.media, media_item),
         rx.foreach(msg.forms, lambda f: form_view(f, ctx)),

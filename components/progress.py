@@ -1,4 +1,5 @@
-"""Progress, always visible but never in the way: bar, counts, where we are, milestones."""
+"""Progress, always visible but never in the way: bar, counts (topics seen, topics
+mastered, to go), where we are, milestones."""
 
 from __future__ import annotations
 
@@ -32,6 +33,14 @@ def progress_panel() -> rx.Component:
         ),
         rx.el.p(
             rx.el.span(_P.covered.to_string() + " of " + _P.total.to_string() + " topics", id="progress-count"),
+            rx.cond(
+                _P.checked > 0,
+                rx.fragment(
+                    rx.el.span(" · ", aria_hidden="true"),
+                    rx.el.span(_P.mastered.to_string() + " of " + _P.checked.to_string() + " mastered",
+                               id="progress-mastered", title="Topics whose check you have answered well"),
+                ),
+            ),
             rx.el.span(" · ", aria_hidden="true"),
             rx.el.span(_P.remaining.to_string() + " to go", id="progress-remaining"),
             rx.cond(

@@ -38,26 +38,37 @@ def _chat(
     )
 
 
-def _first_form():
-    """(index of the first topic offering a form, that form's id, a valid answer)."""
-    for index, topic in enumerate(SAMPLE.topics):
-        if topic.form is not None:
-            form = topic.form.form
-            field = next(f for f in form.fields if f.options)
-            value = [field.options[0].value] if field.type == "checkbox" else field.options[0].value
-            return index, form.id, {field.id: value}, field.options[0].label
-    raise AssertionError("the sample module offers no form")
+REFLECTION = "anxiety_levels_check"  # the form of the fifth topic, "Body, mind and behaviour"
 
 
-def test_json_chat_walks_the_sample_module_to_100_percent(tmp_path):
-    k, form_id, values, label = _first_form()
-    lines = ["Continue"] * k + [
-        json.dumps({"form": form_id, "values": values}),  # accepted: the form is open
-        json.dumps({"form": form_id, "values": values}),  # refused: already answered
-        json.dumps({"text": ""}),  # refused: empty
-        "",  # skipped
-        '{"colour": "blue"}',  # refused: not a learner turn
-    ] + ["Continue"] * (len(SAMPLE.topic_ids) + 2)
+def _walk_lines() -> tuple[list[str], int]:
+    """Lines that walk the sample module to completion with the built-in tutor, answering
+    every check with its example answer (by its form, or in words right after it), and
+    the index of the reflection form's line, where a few refused lines are tried too.
+
+    The tutor's rhythm: a topic is taught; "Continue" brings its check (a topic without
+    checks: the next topic); a mastered answer is followed by the next topic. Answering the
+    reflection form ("All three about equally": an option that leads nowhere special)
+    takes the place of that topic's "Continue"."""
+    lines: list[str] = []
+    at = -1
+    for n, topic in enumerate(SAMPLE.topics):
+        if topic.form is not None and topic.form.id == REFLECTION:
+            at = len(lines)
+            submit = json.dumps({"form": REFLECTION, "values": {"primary_level": "all"}})
+            lines += [submit, submit, json.dumps({"text": ""}), "", '{"colour": "blue"}']
+        else:
+            lines.append("Continue")
+        for check in topic.checks:
+            if n % 2:
+                lines.append(json.dumps({"form": f"check-{check.id}", "values": {"answer": check.example_answer}}))
+            else:
+                lines.append(check.example_answer)
+    return lines, at
+
+
+def test_json_chat_walks_the_sample_module_to_completion_answering_every_check(tmp_path):
+    lines, k = _walk_lines()
     result = _chat(tmp_path, lines, "--module", "understanding_anxiety", "--json", "--learner", "ana")
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
@@ -74,30 +85,50 @@ def test_json_chat_walks_the_sample_module_to_100_percent(tmp_path):
         assert r["response"]["meta"]["progress"]["percentage"] == r["progress"]["percentage"]
         assert r["response"]["meta"]["progress"]["covered_topics"] == r["progress"]["covered"]
     ack = records[k + 1]["response"]["content"]["text_blocks"]
-    assert any(label in b["content"] for b in ack)
+    assert any("All three about equally" in b["content"] for b in ack)
+    # After the reflection, the topic's check comes without a "Continue".
+    assert [f["id"] for f in records[k + 1]["response"]["content"]["forms"]] == ["check-three_levels_linked"]
+
+    scored = [r for r in replies if r["response"]["content"]["text_blocks"][0]["content"].startswith("**You scored")]
+    assert len(scored) == 24  # every check, each judged once, kindly and mastered
+    assert all(r["response"]["content"]["text_blocks"][0]["type"] == "success" for r in scored)
+    assert [len(r["progress"]["mastered"]) for r in scored] == list(range(1, 25))
 
     assert [r["progress"]["milestone"] for r in replies if r["progress"]["milestone"]] == ["25%", "50%", "75%", "100%"]
-    assert replies[-1]["progress"]["percentage"] == 100
-    assert sorted(replies[-1]["progress"]["covered"]) == sorted(SAMPLE.topic_ids)
-    assert replies[-1]["response"]["meta"]["response_type"] == "summary"
+    final = replies[-1]
+    assert final["progress"]["percentage"] == 100 and final["progress"]["complete"]
+    assert sorted(final["progress"]["covered"]) == sorted(SAMPLE.topic_ids)
+    assert final["response"]["meta"]["response_type"] == "summary"
 
     with sqlite3.connect(tmp_path / "chat.db") as db:
         stored = db.execute("SELECT text FROM message WHERE role = 'learner' ORDER BY seq").fetchall()
+        judged = db.execute("SELECT score, source, reply_id IS NOT NULL FROM checkattempt").fetchall()
     assert len(stored) == len(lines) - 4  # refused and blank lines were not stored
     assert all(text.strip() for (text,) in stored)
+    assert len(judged) == 24 and all(row == (10, "builtin", 1) for row in judged)
+
+
+def test_tell_me_more_to_every_turn_never_completes_the_module(tmp_path):
+    lines = ["Tell me more about this please"] * 60
+    result = _chat(tmp_path, lines, "--module", "understanding_anxiety", "--json")
+    assert result.returncode == 0, result.stderr
+    last = json.loads(result.stdout.splitlines()[-1])["progress"]
+    assert len(last["covered"]) == 25 and last["mastered"] == []  # everything seen, nothing mastered
+    assert last["percentage"] == 52.0 and not last["complete"] and last["milestones"] == ["25%", "50%"]
 
 
 def test_readable_chat_renders_blocks_forms_suggestions_and_progress(tmp_path):
-    k, form_id, _values, _label = _first_form()
-    result = _chat(tmp_path, ["1"] + ["Continue"] * (k - 1) + ['{"text": ""}'], "--module", "understanding_anxiety")
+    lines = ["1", "Tell me about Body, mind and behaviour", "Continue", '{"text": ""}']
+    result = _chat(tmp_path, lines, "--module", "understanding_anxiety")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.count("── tutor") == k + 1
+    assert out.count("── tutor") == 4
     assert "# Understanding anxiety" in out and "## What anxiety is" in out
     assert "  1. " in out and "  2. " in out
-    assert f"Form {form_id}: " in out and "(optional)" in out and '"form": "' + form_id in out
+    assert f"Form {REFLECTION}: " in out and "(optional)" in out and '"form": "' + REFLECTION in out
+    assert "Form check-three_levels_linked: Check your understanding (optional)" in out
     n = len(SAMPLE.topic_ids)
-    assert progress_bar(round(100 / n, 1), 1, n) in out  # e.g. "[----------] 4% (1/25 topics)"
+    assert progress_bar(2.0, 1, n) in out  # "[----------] 2% (1/25 topics)": seen, not yet mastered
     assert "(not sent: Type a message first.)" in out
     assert out.count("── tutor") == out.count(f"/{n} topics)")
     # "1" sent the first suggestion of the opening turn.

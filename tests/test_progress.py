@@ -1,4 +1,5 @@
-"""Server-authoritative progress: detection, reconciliation, milestones, module state."""
+"""Server-authoritative progress: detection, reconciliation, milestones, module state.
+(The mini module has no checks: a topic seen is a topic done. Mastery: tests/test_mastery.py.)"""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tutor.progress import (
     percentage,
     reconcile,
     server_progress,
+    shown_topics,
 )
 
 GOOD = Path(__file__).parent / "fixtures" / "modules" / "good"
@@ -118,26 +120,40 @@ def test_an_unknown_form_covers_nothing():
 # --- reconciliation --------------------------------------------------------------------------
 
 
-def test_learner_evidence_and_canonical_claims_count_in_module_order():
-    update = reconcile(MINI, _state("what_is_anxiety"), {"breathing"}, ["anxiety_vs_fear"])
+def test_evidence_counts_in_module_order():
+    update = reconcile(MINI, _state("what_is_anxiety"), {"breathing", "anxiety_vs_fear"})
     assert update.newly_covered == ("anxiety_vs_fear", "breathing")
     assert update.state.covered == ("what_is_anxiety", "anxiety_vs_fear", "breathing")
-    assert update.ignored_claims == ()
 
 
-def test_non_canonical_claims_are_ignored_reported_and_logged(caplog):
+def test_non_canonical_ids_are_ignored_and_logged(caplog):
     with caplog.at_level(logging.WARNING, logger="tutor.progress"):
-        update = reconcile(MINI, _state(), (), ["Introduction to Anxiety", "breathing", "BREATHING", "avoidance "])
+        update = reconcile(MINI, _state(), {"Introduction to Anxiety", "breathing", "BREATHING", "avoidance "})
     assert update.state.covered == ("breathing",)
-    assert update.ignored_claims == ("Introduction to Anxiety", "BREATHING", "avoidance ")
     assert "Introduction to Anxiety" in caplog.text
+
+
+def test_a_claim_counts_only_by_canonical_id_and_when_the_reply_shows_the_topic(caplog):
+    text = "Breathing out slowly calms the body."
+    with caplog.at_level(logging.INFO, logger="tutor.progress"):
+        shown = shown_topics(MINI, _state(), ["Introduction to Anxiety", "breathing", "BREATHING", "avoidance"], text)
+    assert shown.topics == ("breathing",)
+    assert shown.ignored == ("Introduction to Anxiety", "BREATHING", "avoidance")  # avoidance: not in the text
+    assert "Introduction to Anxiety" in caplog.text
+
+
+def test_a_reply_listing_every_topic_shows_at_most_two_new_ones():
+    text = ", ".join(t.title for t in MINI.topics)
+    shown = shown_topics(MINI, _state("what_is_anxiety"), MINI.topic_ids, text, preferred={"avoidance"})
+    assert shown.topics == ("what_is_anxiety", "anxiety_vs_fear", "avoidance")  # the asked-about one first
+    assert len(shown.ignored) == len(MINI.topic_ids) - 3
 
 
 def test_coverage_never_decreases():
     state = _state("breathing", "avoidance")
-    update = reconcile(MINI, state, set(), [])
+    update = reconcile(MINI, state, set())
     assert update.state.covered == state.covered and update.newly_covered == ()
-    again = reconcile(MINI, update.state, {"breathing"}, ["avoidance"])
+    again = reconcile(MINI, update.state, {"breathing", "avoidance"})
     assert again.newly_covered == () and again.state.covered == state.covered
 
 
@@ -146,7 +162,7 @@ def test_reconcile_invariants_over_any_sequence_of_turns(turns):
     state = ProgressState()
     fired: list[str] = []
     for detected, claimed in turns:
-        update = reconcile(MINI, state, detected, claimed)
+        update = reconcile(MINI, state, detected | set(claimed))
         assert set(state.covered) <= set(update.state.covered)  # never decreases
         assert set(update.state.covered) <= set(MINI.topic_ids)  # only canonical ids
         assert len(set(update.state.covered)) == len(update.state.covered)
@@ -163,20 +179,20 @@ def test_reconcile_invariants_over_any_sequence_of_turns(turns):
 def test_each_milestone_fires_once_in_order():
     state, fired = ProgressState(), []
     for topic in MINI.topic_ids:
-        update = reconcile(MINI, state, {topic}, [])
+        update = reconcile(MINI, state, {topic})
         fired.append(update.milestone)
         state = update.state
     # 8 topics: 25% at 2, 50% at 4, 75% at 6, 100% at 8.
     assert fired == [None, "25%", None, "50%", None, "75%", None, "100%"]
     assert state.milestones == ("25%", "50%", "75%", "100%")
-    assert reconcile(MINI, state, set(MINI.topic_ids), MINI.topic_ids).milestone is None
+    assert reconcile(MINI, state, set(MINI.topic_ids)).milestone is None
 
 
 def test_a_jump_reports_the_highest_threshold_and_records_all_crossed():
-    update = reconcile(MINI, _state("what_is_anxiety"), set(MINI.topic_ids[:7]), [])
+    update = reconcile(MINI, _state("what_is_anxiety"), set(MINI.topic_ids[:7]))
     assert update.milestone == "75%"
     assert update.state.milestones == ("25%", "50%", "75%")
-    later = reconcile(MINI, update.state, set(MINI.topic_ids), [])
+    later = reconcile(MINI, update.state, set(MINI.topic_ids))
     assert later.milestone == "100%" and later.state.milestones[-1] == "100%"
 
 
@@ -184,15 +200,15 @@ def test_only_the_module_thresholds_fire():
     fired = []
     state = ProgressState()
     for topic in QUICK.topic_ids:  # 33.3%, 66.7%, 100%
-        update = reconcile(QUICK, state, {topic}, [])
+        update = reconcile(QUICK, state, {topic})
         fired.append(update.milestone)
         state = update.state
     assert fired == ["25%", "50%", "100%"]
     assert state.milestones == ("25%", "50%", "100%")
 
 
-def test_a_non_canonical_claim_never_fires_a_milestone():
-    update = reconcile(MINI, _state("what_is_anxiety"), set(), ["Anxiety and fear", "fear"])
+def test_a_non_canonical_id_never_fires_a_milestone():
+    update = reconcile(MINI, _state("what_is_anxiety"), {"Anxiety and fear", "fear"})
     assert update.milestone is None and update.state.milestones == ()
 
 
@@ -205,7 +221,7 @@ def test_apply_evidence_keeps_milestones_for_the_tutor_to_celebrate():
 
 
 def test_server_progress_is_computed_from_the_state():
-    update = reconcile(MINI, _state("what_is_anxiety"), {"anxiety_vs_fear"}, ["made_up"])
+    update = reconcile(MINI, _state("what_is_anxiety"), {"anxiety_vs_fear", "made_up"})
     progress = server_progress(MINI, update)
     assert progress == Progress(
         percentage=25.0,

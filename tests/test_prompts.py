@@ -203,3 +203,28 @@ def test_stateless_modules_send_only_system_and_the_current_turn():
 
 def test_token_estimate_is_chars_over_four_rounded_up():
     assert [estimate_tokens("x" * n) for n in (0, 1, 4, 5, 400)] == [0, 1, 1, 2, 100]
+
+
+# --- this turn's teaching notes (tutor.teaching decides; the model follows) ------------------------
+
+
+def test_passages_travel_with_their_source_headers_before_the_contract():
+    from tutor.llm.base import CheckData, JudgedData, PassageData, TeachingContext
+
+    passages = (PassageData("guide", "The guide", "slow_breathing", "Slow breathing", "breathing",
+                            "Breathing out slowly tells the body it can stand down.", 1.0),)
+    judged = JudgedData("breath_check", "breathing", "Breathing", "How does slow breathing help?", 5, 7, False,
+                        "Good start. To complete it, think about a long out-breath.")
+    ask = CheckData("breath_check", "breathing", "Breathing", "How does slow breathing help?", again=True)
+    teaching = TeachingContext(intent="answer", passages=passages, judged=judged, ask=ask)
+    [system, user] = build_messages(MINI, STATE, [], "It calms you", teaching=teaching)
+    content = system.content
+    assert content.endswith(CONTRACT_BLOCK) and user.content == "It calms you"
+    notes = content.index("## This turn (decided by the app)")
+    assert content.index("## Author instructions") < notes < content.index(CONTRACT_BLOCK)
+    assert '[Source: "The guide" (id: guide), Section: "Slow breathing"]\nBreathing out slowly' in content
+    assert "scored it 5/10: not mastered yet (7 or more masters it)" in content
+    assert "Do not repeat the score" in content and "content.citations" in content
+    assert 'the app asks the check "How does slow breathing help?"' in content
+    plain = build_messages(MINI, STATE, [], "hi", teaching=TeachingContext())[0].content
+    assert "## This turn" not in plain

@@ -24,6 +24,7 @@ from sqlalchemy import delete, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from tutor.dbfaults import DatabaseUnavailable, report
 from tutor.store import Message, ReplyClaim, Store, utcnow
 
 __all__ = ["HOLDER", "OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "drop", "holder_of", "release", "reply_id"]
@@ -130,9 +131,8 @@ class Heartbeat:
             try:
                 renewed = await self.store.run(claim, self.store, self.conversation_id, self.seq, self.lease_s,
                                                self.holder)
-            except Exception:  # a database hiccup: the next beat tries again
-                log.warning("could not renew the reply claim for conversation %s", self.conversation_id,
-                            exc_info=True)
+            except DatabaseUnavailable as fault:  # the next beat tries again
+                report(fault, log, f"conversation {self.conversation_id}: reply claim not renewed")
                 continue
             if not renewed:
                 log.warning("conversation %s: message %s was taken over by another worker",

@@ -1,7 +1,8 @@
 """What the page shows for one message, as plain data: every model string already turned
 into safe HTML by the one markdown renderer, or kept as plain text that the page prints
 as text. The web state holds these; components render them. No Reflex here, so it is
-tested like the rest of the core."""
+tested like the rest of the core. (Progress and module cards: tutor.progress_display,
+re-exported here.)"""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tutor.contract import Form, TutorResponse, is_safe_media_src
 from tutor.contract.extract import clean
 from tutor.forms import answer_lines
 from tutor.markdown import render, render_inline
-from tutor.views import ConversationSummary, MessageView, ProgressView
+from tutor.progress_display import ModuleCard, ProgressItem, module_card, progress_item  # noqa: F401 (re-exported)
+from tutor.views import MessageView
 
 INVALID_NOTICE = "The tutor's reply couldn't be read as a structured lesson, so it is shown as plain text."
 MEDIA_UNAVAILABLE = "This media could not be shown."
@@ -103,6 +105,15 @@ class MediaItem:
 
 
 @dataclasses.dataclass
+class QuoteItem:
+    """A verified quote from the module's material (the server checked it is verbatim)."""
+
+    html: str
+    caption: str  # "Source title › Section title"
+    source_id: str
+
+
+@dataclasses.dataclass
 class MessageItem:
     id: int
     role: str  # learner | tutor
@@ -111,6 +122,7 @@ class MessageItem:
     blocks: list[BlockItem] = dataclasses.field(default_factory=list)
     forms: list[FormItem] = dataclasses.field(default_factory=list)
     media: list[MediaItem] = dataclasses.field(default_factory=list)
+    quotes: list[QuoteItem] = dataclasses.field(default_factory=list)
     prompt: str = ""
     suggestions: list[str] = dataclasses.field(default_factory=list)
     notice: str = ""
@@ -163,6 +175,7 @@ def message_item(view: MessageView) -> MessageItem:
         blocks=blocks,
         forms=forms,
         media=media,
+        quotes=[QuoteItem(render(c.quote), c.location or c.source_id, c.source_id) for c in content.citations or []],
         prompt=render_inline(next_step.prompt) if next_step and next_step.prompt else "",
         suggestions=list(dict.fromkeys(s for s in (next_step.suggestions or []) if s.strip()))
         if next_step
@@ -363,71 +376,6 @@ def form_values(form: Form, items: Iterable[tuple[str, Any]]) -> dict[str, Any]:
         else:
             values[name] = value
     return values
-
-
-@dataclasses.dataclass
-class ModuleCard:
-    """A module on the start page, with this learner's progress in it."""
-
-    id: str
-    title: str
-    description: str
-    topics: int
-    started: bool = False
-    percent: int = 0
-    covered: int = 0
-    activity: str = ""  # "3 messages sent" in the active conversation
-
-
-def module_card(
-    module_id: str, title: str, description: str, topics: int,
-    progress: ProgressView | None, conversation: ConversationSummary | None,
-) -> ModuleCard:
-    covered = len(progress.covered) if progress else 0
-    turns = conversation.turns if conversation else 0
-    return ModuleCard(
-        id=module_id,
-        title=title,
-        description=description,
-        topics=topics,
-        started=conversation is not None or covered > 0,
-        percent=progress_item(progress).percent if progress else 0,
-        covered=covered,
-        activity=f"{turns} message{'' if turns == 1 else 's'} sent" if turns else "",
-    )
-
-
-@dataclasses.dataclass
-class ProgressItem:
-    """The learner's place in the module, as the header shows it."""
-
-    percent: int = 0
-    covered: int = 0
-    total: int = 0
-    remaining: int = 0
-    phase: str = ""
-    section: str = ""
-    sections_completed: int = 0
-    total_sections: int = 0
-    summary: str = "0% of the module covered"  # for the progress bar's aria-valuetext
-
-
-def progress_item(progress: ProgressView) -> ProgressItem:
-    state = progress.module_state
-    # Floor, so the bar never shows 100% before the last topic is covered.
-    percent = int(progress.percentage) if progress.percentage < 100 else 100
-    covered = len(progress.covered)
-    return ProgressItem(
-        percent=percent,
-        covered=covered,
-        total=progress.total,
-        remaining=max(progress.total - covered, 0),
-        phase=str(state.get("current_phase") or ""),
-        section=str(state.get("current_section") or ""),
-        sections_completed=int(state.get("sections_completed") or 0),
-        total_sections=int(state.get("total_sections") or 0),
-        summary=f"{percent}% of the module covered: {covered} of {progress.total} topics",
-    )
 
 
 def _range_hint(low: float | None, high: float | None) -> str:

@@ -13,11 +13,14 @@ import asyncio
 import json
 import logging
 
+from sqlmodel import SQLModel
+
 from tutor import claims
 from tutor import conversations as db
+from tutor import dbfaults
 from tutor import progress as progress_mod
-from tutor import prompts
-from tutor.contract import ParsedReply, TutorResponse
+from tutor import prompts, teaching
+from tutor.contract import ParsedReply
 from tutor.conversations import OPENING, InputError, PendingTurn
 from tutor.llm.base import CompletionRequest, LearnerInput, Provider, TurnContext
 from tutor.llm.config import LLMSettings
@@ -78,7 +81,9 @@ class Engine:
     def progress_for(self, learner_key: str, module_id: str) -> ProgressView | None:
         module = self.library.get(module_id)
         state = db.learner_progress(self.store, learner_key, module.id)
-        return None if state is None else _progress_view(module, state, None)
+        if state is None:
+            return None
+        return _progress_view(module, teaching.learner_state(self.store, learner_key, module, state), None)
 
     def history(self, conversation_id: int) -> list[MessageView]:
         return db.history(self.store, conversation_id)
@@ -159,6 +164,20 @@ class Engine:
                     continue
             await asyncio.sleep(CLAIM_POLL_S)
 
+    async def _keep(self, store_reply, *args, **kwargs) -> MessageView:
+        """Store a reply, again while the database is unavailable (tutor.dbfaults), for up to
+        the turn deadline: the model's work is not thrown away over a short outage."""
+        # New rows handed in (risk events, check attempts): a rolled-back try may have numbered them.
+        rows = [r for v in kwargs.values() if isinstance(v, (list, tuple)) for r in v if isinstance(r, SQLModel)]
+
+        async def attempt() -> MessageView:
+            for row in rows:
+                row.id = None
+            return await self.store.run(store_reply, *args, **kwargs)
+
+        what = f"conversation {args[1].id}: the tutor's reply"
+        return await dbfaults.retry_until(attempt, self.settings.deadline_s, what, log)
+
     def _stored_result(self, conversation_id: int, reply_id: int) -> TurnResult:
         view = self._view(conversation_id)
         reply = next(m for m in view.messages if m.id == reply_id)
@@ -193,15 +212,20 @@ class Engine:
         # Callers hold self._lock(conversation_id).
         upto = pending.learner.seq if pending else None
         inputs = await self.store.run(db.turn_inputs, self.store, conversation_id, module.id, upto)
-        # Count the learner's evidence, but leave milestones for the reply to celebrate.
-        interim = progress_mod.apply_evidence(module, inputs.progress, detected)
-        messages = prompts.build_messages(module, interim, inputs.history, pending.prompt_text if pending else None)
+        # Checks judged, passages found, the check to ask (tutor.teaching); the learner's
+        # evidence counted, milestones left for the reply to celebrate.
+        plan = await teaching.prepare(self.store, self.provider, self.settings, module, conversation_id,
+                                      pending, inputs.progress, detected)
+        interim = plan.interim
+        messages = prompts.build_messages(module, interim, inputs.history, pending.prompt_text if pending else None,
+                                          teaching=plan.context)
         context = TurnContext(
             module=module,
             progress=interim,
             detected=detected,
             learner=pending.learner_input if pending else None,
             turn_index=inputs.turn_index,
+            teaching=plan.context,
         )
         request = CompletionRequest(
             messages=messages,
@@ -215,25 +239,25 @@ class Engine:
             result = await self._call_policy(request, module, interim, inputs.tokens_used, listener, stop)
         finally:
             self._stops.pop(conversation_id, None)
-        claimed = _claimed_topics(result.parsed)
-        update = progress_mod.reconcile(module, inputs.progress, detected, claimed)
+        # Quotes verified, topics seen, score first and the check's form last (the server's).
+        done = teaching.finish(module, plan, result.parsed)
+        update, parsed = done.update, result.parsed
         if update.ignored_claims:
-            log.info("ignored non-canonical topic claims: %s", update.ignored_claims)
-        shown = _with_server_meta(result.parsed.response, module, update)
-        parsed = result.parsed
-        reply = await self.store.run(
+            log.info("topic claims not counted: %s", update.ignored_claims)
+        reply = await self._keep(
             db.store_reply, self.store, inputs.conversation, module.id,
-            raw=parsed.raw, shown=shown, outcome=parsed.outcome,
-            flags=list(dict.fromkeys([*parsed.flags, *result.flags])),
-            attempts=[*(screened.attempts if screened else ()), *result.attempts], state=update.state,
-            reply_to_seq=upto, risks=_risk_rows(pending, module, screened) if pending and screened else [],
-            guard=_release(conversation_id, upto, self.holder),
+            raw=parsed.raw, shown=done.shown, outcome=parsed.outcome,
+            flags=list(dict.fromkeys([*parsed.flags, *result.flags, *plan.flags, *done.flags])),
+            attempts=[*(screened.attempts if screened else ()), *plan.attempts, *result.attempts],
+            state=update.state, reply_to_seq=upto,
+            risks=_risk_rows(pending, module, screened) if pending and screened else [],
+            guard=_release(conversation_id, upto, self.holder), checks=plan.rows,
         )
         return TurnResult(
             learner=pending.learner if pending else None,
             reply=reply,
             progress=_progress_view(module, update.state, update.milestone),
-            attempts=list(result.attempts),
+            attempts=[*plan.attempts, *result.attempts],
             operator_message=result.operator_message,
         )
 
@@ -246,10 +270,11 @@ class Engine:
         log.info("safety reply in conversation %s: %s", pending.conversation_id, screened.turn_flags())
         upto = pending.learner.seq
         inputs = await self.store.run(db.turn_inputs, self.store, pending.conversation_id, module.id, upto)
-        update = progress_mod.reconcile(module, inputs.progress, frozenset(), [])
+        state = await self.store.run(teaching.with_mastery, self.store, pending.conversation_id, module, inputs.progress)
+        update = progress_mod.reconcile(module, state)
         response = safety_reply(self.library.safety_for(module.id), screened, module.language)
         risks = _risk_rows(pending, module, screened)
-        reply = await self.store.run(
+        reply = await self._keep(
             db.store_reply, self.store, inputs.conversation, module.id,
             raw=json.dumps(response.to_json_dict(), ensure_ascii=False),
             shown=_with_server_meta(response, module, update), outcome="valid",
@@ -284,6 +309,7 @@ class Engine:
     def _view(self, conversation_id: int) -> ConversationView:
         conv, learner_key, state, messages = db.conversation_state(self.store, conversation_id)
         module = self.library.get(conv.module_id)
+        state = teaching.with_mastery(self.store, conversation_id, module, state)
         unanswered = db.first_unanswered((m.seq, m.role, m.reply_to_seq) for m in messages)
         return ConversationView(
             id=conversation_id,
@@ -323,31 +349,5 @@ def _evidence_text(learner_input: LearnerInput) -> str:
     return "\n".join(v for v in (learner_input.answers or {}).values() if isinstance(v, str))
 
 
-def _claimed_topics(parsed: ParsedReply) -> list[str]:
-    response = parsed.response
-    if response is None or response.meta.progress is None:
-        return []
-    return list(response.meta.progress.covered_topics or [])
-
-
-def _with_server_meta(
-    response: TutorResponse | None, module: Module, update: progress_mod.ProgressUpdate
-) -> TutorResponse | None:
-    """The learner sees the server's progress; the model's claim stays in the raw text."""
-    if response is None:
-        return None
-    shown = response.model_copy(deep=True)
-    shown.meta.progress = progress_mod.server_progress(module, update)
-    shown.meta.module_state = progress_mod.module_state(module, update.state)
-    return shown
-
-
-def _progress_view(module: Module, state: ProgressState, milestone: str | None) -> ProgressView:
-    return ProgressView(
-        percentage=progress_mod.percentage(module, state),
-        covered=progress_mod.covered_ids(module, state),
-        total=len(module.topic_ids),
-        milestone=milestone,
-        milestones=list(state.milestones),
-        module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),
-    )
+_with_server_meta = teaching.with_server_meta
+_progress_view = teaching.progress_view

@@ -275,12 +275,28 @@ def material_findings(module: Module, loaded: dict[str, Source] | None) -> list[
                 if source.section(section_id) is None:
                     ids = ", ".join(s.id for s in source.sections)
                     found.append((where, f"source {source_id!r} has no section {section_id!r} (sections: {ids})"))
+        found += _next_topic_findings(module, topic, path)
         for c, check in enumerate(topic.checks):
             cpath = (*path, "checks", c)
             if check.id in check_ids:
                 found.append(((*cpath, "id"), f"duplicate check id {check.id!r}"))
             check_ids.add(check.id)
             found += _check_findings(check, cpath)
+    return found
+
+
+def _next_topic_findings(module: Module, topic: Any, path: Loc) -> list[tuple[Loc, str]]:
+    """A form option's `next_topic` must name a topic of the module."""
+    if topic.form is None:
+        return []
+    found = []
+    known = set(module.topic_ids)
+    for f, field in enumerate(topic.form.fields):
+        for o, option in enumerate(field.options or ()):
+            target = getattr(option, "next_topic", None)
+            if target is not None and target not in known:
+                where = (*path, "form", "fields", f, "options", o, "next_topic")
+                found.append((where, f"option {option.value!r} leads to unknown topic {target!r}"))
     return found
 
 

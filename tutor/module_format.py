@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from tutor.contract import Form, FormField, Media
+from tutor.contract import FieldOption, Form, FormField, Media
 from tutor.contract.models import SNAKE_CASE
 from tutor.material import Check, Source, SourceFile, SourceRef
 from tutor.risk.config import SafetyOverride
@@ -40,8 +40,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ModuleFieldOption(FieldOption):
+    model_config = ConfigDict(extra="forbid")
+    next_topic: Id | None = Field(
+        default=None, description="the topic the built-in tutor teaches next when the learner picks this option"
+    )
+
+
 class ModuleFormField(FormField):
     model_config = ConfigDict(extra="forbid")
+    options: list[ModuleFieldOption] | None = None
 
 
 class ModuleMedia(Media):

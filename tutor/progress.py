@@ -1,16 +1,25 @@
-"""Topic coverage and milestones: pure functions, and the server's word is final.
+"""Progress: which topics a learner has seen and mastered, milestones. Pure functions, and
+the server's word is final.
 
-Evidence that a topic is covered comes from three places:
+Two measures per learner and topic (README, "Progress: seen and mastered"):
 
-- the learner's free text mentioning a topic's title, keywords or aliases (whole words or
-  phrases; case- and diacritics-insensitive, so "LO AU" matches the alias "lo âu");
-- a submitted form whose module definition ``covers`` topics;
-- the model claiming a topic in ``meta.progress`` -- counted only when the claim is one of
-  the module's canonical topic ids (seed 003); anything else is ignored and logged.
+- **seen**: the tutor showed the topic, or the learner engaged with it over a turn. The
+  evidence is the server's, from the turn as a whole, never from the learner's words alone:
+  a reply that claims the topic by its canonical id (seed 003) *and* whose text mentions it
+  (title, keywords, aliases) or cites a verified quote from its material; a submitted module
+  form that `covers` it; an answer to one of its checks. At most MAX_SEEN_PER_TURN topics
+  become seen in one reply, so a message naming every topic cannot mark them all.
+- **mastered**: every check of the topic has a judged score at or above its threshold
+  (the judged attempts are stored; see tutor.teaching). Model claims of mastery are ignored.
 
-Coverage never decreases. Each milestone fires once: when a turn crosses several thresholds
-at once (20% -> 80%), the highest one is reported and all of them are recorded, so none of
-them fires later.
+A topic is done when it is mastered (a topic with checks) or seen (one without). Each topic
+weighs two units: one for seen, two for done; the percentage is units over twice the
+topics, so seeing everything without answering a check stops near half way. The module is
+complete (100%) when every topic is done.
+
+Seen never decreases, and neither does mastered. Each milestone fires once: when a turn
+crosses several thresholds at once (20% -> 80%), the highest one is reported and all of
+them are recorded, so none of them fires later.
 """
 
 from __future__ import annotations
@@ -30,13 +39,19 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "MAX_SEEN_PER_TURN",
     "ProgressState",
     "ProgressUpdate",
+    "Shown",
     "apply_evidence",
     "coverage_count",
     "covered_ids",
     "detect_form",
     "detect_text",
+    "done_count",
+    "form_covers",
+    "is_complete",
+    "mastered_ids",
     "milestones_reached",
     "module_state",
     "next_topic",
@@ -44,7 +59,11 @@ __all__ = [
     "percentage",
     "reconcile",
     "server_progress",
+    "shown_topics",
 ]
+
+# A reply teaches one topic, maybe two that belong together; more is a list, not teaching.
+MAX_SEEN_PER_TURN = 2
 
 # Scripts written without spaces between words: whole-word matching cannot work there,
 # so phrases in them match anywhere in the text.
@@ -54,12 +73,18 @@ _UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u
 
 @dataclass(frozen=True)
 class ProgressState:
-    """What a learner has covered in one module, in the order it was covered."""
+    """What a learner has seen and mastered in one module, in the order it happened."""
 
-    covered: tuple[str, ...] = ()
+    covered: tuple[str, ...] = ()  # seen topics
     milestones: tuple[str, ...] = ()  # "25%", ... in the order they fired
+    mastered: tuple[str, ...] = ()  # topics whose checks all reached their threshold
+
+    @property
+    def seen(self) -> tuple[str, ...]:
+        return self.covered
 
     def to_dict(self) -> dict[str, list[str]]:
+        """What the progress record stores; mastery is read back from the judged attempts."""
         return {"covered": list(self.covered), "milestones": list(self.milestones)}
 
     @classmethod
@@ -68,15 +93,28 @@ class ProgressState:
         return cls(
             covered=tuple(dict.fromkeys(str(t) for t in data.get("covered") or ())),
             milestones=tuple(dict.fromkeys(str(m) for m in data.get("milestones") or ())),
+            mastered=tuple(dict.fromkeys(str(t) for t in data.get("mastered") or ())),
         )
 
 
 @dataclass(frozen=True)
 class ProgressUpdate:
     state: ProgressState
-    newly_covered: tuple[str, ...] = ()
+    newly_covered: tuple[str, ...] = ()  # newly seen
     milestone: str | None = None  # the highest threshold crossed by this turn, if any
-    ignored_claims: tuple[str, ...] = ()  # the model's non-canonical labels
+    ignored_claims: tuple[str, ...] = ()  # the model's labels that did not count
+    newly_mastered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The topics a reply showed (see shown_topics)."""
+
+    topics: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()  # claims that are not canonical ids, or that the reply did not back
+
+
+# --- detection ------------------------------------------------------------------------------
 
 
 def _phrase(text: str) -> str:
@@ -107,16 +145,27 @@ def detect_text(module: Module, text: str | None) -> set[str]:
     return hits
 
 
-def detect_form(module: Module, form_id: str | None, answers: Mapping[str, Any] | None) -> set[str]:
-    """Topics covered by submitting a module form: its `covers`, plus topics mentioned in
-    free-text answers. A submission with every answer empty covers nothing."""
+def _filled(answers: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (answers or {}).items() if v not in (None, "", [], ())}
+
+
+def form_covers(module: Module, form_id: str | None, answers: Mapping[str, Any] | None) -> set[str]:
+    """The topics a submitted module form `covers` (evidence for seen); nothing for an
+    empty submission or a form the module does not define."""
     entry = module.find_form(form_id) if form_id else None
-    if entry is None or not answers:
+    if entry is None or not _filled(answers):
         return set()
-    filled = {k: v for k, v in answers.items() if v not in (None, "", [], ())}
-    if not filled:
-        return set()
-    hits = set(entry.covers or ())
+    return set(entry.covers or ()) & set(module.topic_ids)
+
+
+def detect_form(module: Module, form_id: str | None, answers: Mapping[str, Any] | None) -> set[str]:
+    """Topics a form submission is about: its `covers`, plus topics mentioned in free-text
+    answers. A submission with every answer empty is about nothing."""
+    hits = form_covers(module, form_id, answers)
+    entry = module.find_form(form_id) if form_id else None
+    if not hits or entry is None:
+        return hits
+    filled = _filled(answers)
     for field in entry.fields:
         value = filled.get(field.id)
         if field.type in ("text", "textarea") and isinstance(value, str):
@@ -124,9 +173,43 @@ def detect_form(module: Module, form_id: str | None, answers: Mapping[str, Any] 
     return hits & set(module.topic_ids)
 
 
+def shown_topics(
+    module: Module,
+    state: ProgressState,
+    claimed: Iterable[str],
+    reply_text: str,
+    cited: Iterable[str] = (),
+    preferred: Iterable[str] = (),
+) -> Shown:
+    """The topics a reply showed: claimed by canonical id and mentioned in the reply's own
+    text, or cited with a verified quote. At most MAX_SEEN_PER_TURN of them new, those the
+    learner asked about (`preferred`) first, then in the author's order."""
+    canonical = set(module.topic_ids)
+    claims = list(dict.fromkeys(str(c) for c in claimed))
+    mentioned = detect_text(module, reply_text)
+    cited_ids = set(cited) & canonical
+    backed = {c for c in claims if c in canonical and c in mentioned} | cited_ids
+    already = set(state.covered)
+    ignored = [c for c in claims if c not in backed and c not in already]  # seen before: nothing to count
+    if ignored:
+        log.info("module %s: claims not counted as seen %s", module.id, ignored)
+    wanted = set(preferred)
+    new = sorted((t for t in backed if t not in already),
+                 key=lambda t: (t not in wanted, module.topic_ids.index(t)))
+    kept = set(new[:MAX_SEEN_PER_TURN])
+    if len(new) > MAX_SEEN_PER_TURN:
+        log.info("module %s: a reply showed %d new topics; %d counted", module.id, len(new), MAX_SEEN_PER_TURN)
+        ignored += new[MAX_SEEN_PER_TURN:]
+    topics = tuple(t for t in module.topic_ids if t in kept or (t in backed and t in already))
+    return Shown(topics, tuple(ignored))
+
+
+# --- measures -----------------------------------------------------------------------------
+
+
 def covered_ids(module: Module, state: ProgressState) -> list[str]:
-    """Covered topics in the order they were covered; ids of topics an author has since
-    removed from the module don't count."""
+    """Seen topics in the order they were seen; ids of topics an author has since removed
+    from the module don't count."""
     canonical = set(module.topic_ids)
     return [t for t in state.covered if t in canonical]
 
@@ -135,75 +218,108 @@ def coverage_count(module: Module, state: ProgressState) -> int:
     return len(covered_ids(module, state))
 
 
+def mastered_ids(module: Module, state: ProgressState) -> list[str]:
+    """Mastered topics that still have checks, in the order they were mastered."""
+    checked = {t.id for t in module.topics if t.checks}
+    return [t for t in state.mastered if t in checked]
+
+
+def _done(topic: Topic, seen: set[str], mastered: set[str]) -> bool:
+    return topic.id in mastered if topic.checks else topic.id in seen
+
+
+def done_count(module: Module, state: ProgressState) -> int:
+    seen, mastered = set(state.covered), set(state.mastered)
+    return sum(1 for t in module.topics if _done(t, seen, mastered))
+
+
+def is_complete(module: Module, state: ProgressState) -> bool:
+    return bool(module.topics) and done_count(module, state) == len(module.topics)
+
+
+def _units(module: Module, state: ProgressState) -> int:
+    seen, mastered = set(state.covered), set(state.mastered)
+    return sum(2 if _done(t, seen, mastered) else 1 if t.id in seen else 0 for t in module.topics)
+
+
 def next_topic(module: Module, state: ProgressState) -> Topic | None:
-    """The first topic, in the author's order, not covered yet."""
-    covered = set(state.covered)
-    return next((t for t in module.topics if t.id not in covered), None)
+    """The first topic, in the author's order, not seen yet."""
+    seen = set(state.covered)
+    return next((t for t in module.topics if t.id not in seen), None)
 
 
 def percentage(module: Module, state: ProgressState) -> float:
-    total = len(module.topic_ids)
-    return round(coverage_count(module, state) * 100 / total, 1) if total else 0.0
+    total = 2 * len(module.topics)
+    return round(_units(module, state) * 100 / total, 1) if total else 0.0
 
 
-def milestones_reached(module: Module, covered: Iterable[str]) -> tuple[str, ...]:
-    """The module's milestone labels reached with this coverage, lowest first."""
-    total = len(module.topic_ids)
-    count = len(set(covered) & set(module.topic_ids))
-    # Integer comparison: 5 of 20 topics is exactly 25%, with no float rounding at the edge.
-    return tuple(f"{t}%" for t in module.milestones if total and count * 100 >= t * total)
+def milestones_reached(module: Module, state: ProgressState) -> tuple[str, ...]:
+    """The module's milestone labels reached in this state, lowest first."""
+    total = 2 * len(module.topics)
+    units = _units(module, state)
+    # Integer comparison: 10 of 40 units is exactly 25%, with no float rounding at the edge.
+    return tuple(f"{t}%" for t in module.milestones if total and units * 100 >= t * total)
+
+
+# --- folding a turn in ----------------------------------------------------------------------
 
 
 def reconcile(
-    module: Module,
-    state: ProgressState,
-    detected: Iterable[str] = (),
-    claimed: Iterable[str] = (),
+    module: Module, state: ProgressState, seen: Iterable[str] = (), mastered: Iterable[str] = ()
 ) -> ProgressUpdate:
-    """Fold one turn's evidence (learner `detected`, model `claimed`) into the state."""
+    """Fold one turn's server evidence into the state: topics `seen` and topics `mastered`
+    (a mastered topic is seen too). Ids that are not the module's are ignored."""
     canonical = set(module.topic_ids)
-    claims = list(dict.fromkeys(str(c) for c in claimed))
-    ignored = tuple(c for c in claims if c not in canonical)
-    if ignored:
-        log.warning("module %s: ignoring non-canonical topic claims %s", module.id, list(ignored))
-    evidence = (set(detected) | set(claims)) & canonical
+    gained = set(mastered) & canonical
+    evidence = (set(seen) | gained) & canonical
+    unknown = sorted((set(seen) | set(mastered)) - canonical)
+    if unknown:
+        log.warning("module %s: ignoring non-canonical topic ids %s", module.id, unknown)
     already = set(state.covered)
     newly = tuple(t for t in module.topic_ids if t in evidence and t not in already)
-    covered = state.covered + newly
-    fired = tuple(m for m in milestones_reached(module, covered) if m not in state.milestones)
-    new_state = ProgressState(covered, state.milestones + fired)
-    return ProgressUpdate(new_state, newly, fired[-1] if fired else None, ignored)
+    had = set(state.mastered)
+    newly_mastered = tuple(t for t in module.topic_ids if t in gained and t not in had)
+    grown = ProgressState(state.covered + newly, state.milestones, state.mastered + newly_mastered)
+    fired = tuple(m for m in milestones_reached(module, grown) if m not in state.milestones)
+    new_state = ProgressState(grown.covered, state.milestones + fired, grown.mastered)
+    return ProgressUpdate(new_state, newly, fired[-1] if fired else None, (), newly_mastered)
 
 
-def apply_evidence(module: Module, state: ProgressState, detected: Iterable[str]) -> ProgressState:
-    """Coverage after the learner's evidence, milestones as they were before the turn:
+def apply_evidence(
+    module: Module, state: ProgressState, seen: Iterable[str] = (), mastered: Iterable[str] = ()
+) -> ProgressState:
+    """The state after the learner's evidence, milestones as they were before the turn:
     the state to hand a tutor, which then sees which milestones are still to celebrate."""
-    update = reconcile(module, state, detected)
-    return ProgressState(update.state.covered, state.milestones)
+    update = reconcile(module, state, seen, mastered)
+    return ProgressState(update.state.covered, state.milestones, update.state.mastered)
+
+
+# --- what the learner sees ------------------------------------------------------------------
 
 
 def server_progress(module: Module, update: ProgressUpdate) -> Progress:
-    """The `meta.progress` the learner sees: the server's, never the model's claim."""
-    covered = covered_ids(module, update.state)
+    """The `meta.progress` the learner sees: the server's, never the model's claim.
+    `covered_topics` are the topics seen; `remaining_topics` those not done yet."""
     return Progress(
         percentage=percentage(module, update.state),
-        covered_topics=covered,
+        covered_topics=covered_ids(module, update.state),
         newly_covered=list(update.newly_covered),
-        remaining_topics=len(module.topic_ids) - len(covered),
+        remaining_topics=len(module.topic_ids) - done_count(module, update.state),
         milestone=update.milestone,
     )
 
 
 def module_state(module: Module, state: ProgressState) -> ModuleState:
-    """Where the learner is: the section of the first uncovered topic (the last section
-    once everything is covered)."""
-    covered = set(state.covered)
+    """Where the learner is: the section of the first topic not seen (once all are seen,
+    of the first not done; the last section once the module is complete)."""
+    seen, mastered = set(state.covered), set(state.mastered)
     sections = module.sections
     current = next(
-        (s for s in sections if any(t.id not in covered for t in s.topics)),
-        sections[-1] if sections else None,
+        (s for s in sections if any(t.id not in seen for t in s.topics)),
+        next((s for s in sections if any(not _done(t, seen, mastered) for t in s.topics)),
+             sections[-1] if sections else None),
     )
-    done = sum(1 for s in sections if s.topics and all(t.id in covered for t in s.topics))
+    done = sum(1 for s in sections if s.topics and all(_done(t, seen, mastered) for t in s.topics))
     phase = module.phase_of(current.id) if current else None
     return ModuleState(
         current_phase=phase.title if phase else None,

@@ -4,8 +4,11 @@ The system message has four parts, in this order (seeds 000, 002 and 004):
 
 1. ``GLOBAL_RULES``: output rule and interaction model (forms are optional, free text is
    always allowed, never block progress behind a form);
-2. the module context: topic ids and titles, which are covered, the current section;
+2. the module context: topic ids and titles, which are seen and mastered, the current section;
 3. the author's instructions, with ``{{variables}}`` rendered;
+3b. this turn's teaching notes (tutor.teaching), when there are any: the judge's result for
+   the learner's answer, the check the app asks after the reply, and the module's passages
+   that match the learner's words, each under seed 001's source header;
 4. ``CONTRACT_BLOCK``: the system-fixed description of RESPONSE_SCHEMA, appended LAST so no
    author text can edit or remove it. It spells the fields out because some servers
    constrain decoding with a schema without ever showing that schema to the model.
@@ -24,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tutor.contract import BLOCK_TYPES, EMOTIONS, FIELD_TYPES, MILESTONES, RESPONSE_TYPES
-from tutor.llm.base import ChatMessage
-from tutor.progress import ProgressState, coverage_count, module_state
+from tutor.llm.base import ChatMessage, TeachingContext
+from tutor.progress import ProgressState, coverage_count, mastered_ids, module_state
 from tutor.text import PLACEHOLDER, unresolved_variables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +45,7 @@ __all__ = [
     "estimate_tokens",
     "render_template",
     "system_prompt",
+    "teaching_notes",
     "unresolved_variables",
 ]
 
@@ -83,6 +87,7 @@ content (required):
 - forms (optional, always optional for the learner): array of {{"id", "title"?, "description"?, "fields", "submit_label"?, "optional"?: true}}; each field: {{"id" (snake_case), "type": {_or(FIELD_TYPES)}, "label", "required"?: false, "options"?: [{{"value", "label"}}] (required for radio, checkbox and select), "placeholder"?, "help_text"?, "min"?, "max"?}}.
 - media (optional): array of {{"type": image|video|audio, "src" (https URL or /path), "alt"?, "caption"?}}.
 - next_step (optional): {{"prompt"?, "suggestions"?: [short quick replies], "can_skip"?: true}}.
+- citations (optional): array of {{"source_id", "quote", "location"?}}: quote copied word for word from a passage given in this message, source_id from its header, location its section. Quotes that are not word for word are removed.
 meta (required):
 - response_type (required): {_or(RESPONSE_TYPES)}.
 - progress (optional): {{"percentage"?: 0-100, "covered_topics"?: [topic ids], "newly_covered"?: [topic ids], "remaining_topics"?: integer, "milestone"?: {_or([f'"{m}"' for m in MILESTONES])}|null}}. Use only the topic ids listed in the module context.
@@ -115,8 +120,11 @@ def estimate_tokens(text: str) -> int:
 
 def module_context(module: Module, state: ProgressState) -> str:
     """What the model must know about the module and the learner's place in it."""
-    covered = set(state.covered)
+    covered, mastered = set(state.covered), set(mastered_ids(module, state))
     done, total = coverage_count(module, state), len(module.topic_ids)
+    checked = sum(1 for t in module.topics if t.checks)
+    mastery = (f" {len(mastered)} of {checked} topics with checks mastered (the app asks and judges checks; "
+               "never claim mastery or give scores yourself)." if checked else "")
     where = module_state(module, state)
     milestones = ", ".join(f"{m}%" for m in module.milestones)
     celebrated = ", ".join(state.milestones) or "none yet"
@@ -124,7 +132,8 @@ def module_context(module: Module, state: ProgressState) -> str:
         f"## Module: {module.title} (id: {module.id})",
         module.description.strip(),
         f"Teach in the module's language ({module.language}) unless the learner writes in another one.",
-        f"Progress: {done} of {total} topics covered. Milestones: {milestones} (already celebrated: {celebrated}).",
+        f"Progress: {done} of {total} topics covered.{mastery} Milestones: {milestones} "
+        f"(already celebrated: {celebrated}).",
         f"Current place: {where.current_phase} / {where.current_section}.",
         "",
         "Topics in teaching order ([x] covered, [ ] remaining). In meta.progress use these ids exactly:",
@@ -135,7 +144,8 @@ def module_context(module: Module, state: ProgressState) -> str:
             lines.append(f"  Section: {section.title}")
             for topic in section.topics:
                 mark = "x" if topic.id in covered else " "
-                lines.append(f"  - [{mark}] {topic.id}: {topic.title}")
+                note = " (mastered)" if topic.id in mastered else ""
+                lines.append(f"  - [{mark}] {topic.id}: {topic.title}{note}")
     return "\n".join(lines)
 
 
@@ -145,6 +155,7 @@ def system_prompt(
     *,
     variables: Mapping[str, object] | None = None,
     strict: bool = True,
+    teaching: TeachingContext | None = None,
 ) -> str:
     values: dict[str, object] = {name: var.default for name, var in module.variables.items()}
     values.update(variables or {})
@@ -152,6 +163,9 @@ def system_prompt(
     instructions = render_template(module.instructions, values, strict).strip()
     if instructions:
         parts.append("## Author instructions\n" + instructions)
+    notes = teaching_notes(teaching) if teaching is not None else ""
+    if notes:
+        parts.append(notes)
     parts.append(CONTRACT_BLOCK)  # always last: nothing above can move or replace it
     return "\n\n".join(parts)
 
@@ -165,13 +179,51 @@ def build_messages(
     variables: Mapping[str, object] | None = None,
     history_token_budget: int = 6000,
     strict: bool = True,
+    teaching: TeachingContext | None = None,
 ) -> list[ChatMessage]:
     """system + (threaded: trimmed history) + the learner's turn as a user message."""
-    messages = [ChatMessage("system", system_prompt(module, state, variables=variables, strict=strict))]
+    system = system_prompt(module, state, variables=variables, strict=strict, teaching=teaching)
+    messages = [ChatMessage("system", system)]
     if module.mode == "threaded":
         messages.extend(_trim_history(history, history_token_budget))
     messages.append(ChatMessage("user", OPENING_TURN if learner_text is None else learner_text))
     return alternate(messages)
+
+
+def teaching_notes(teaching: TeachingContext) -> str:
+    """What the app decided about this turn, for a model to follow ("" when nothing)."""
+    lines: list[str] = []
+    judged = teaching.judged
+    if judged is not None:
+        lines.append(f'- The learner answered the check "{judged.question}" (topic {judged.topic_id}).')
+        if judged.score is None:
+            lines.append("  The app could not score it this time and tells the learner so above your reply. "
+                         "Thank them warmly; do not score it yourself.")
+        else:
+            verdict = "mastered" if judged.mastered else f"not mastered yet ({judged.threshold} or more masters it)"
+            lines.append(f"  The app's judge scored it {judged.score}/10: {verdict}. The learner sees this feedback "
+                         f'above your reply: "{judged.feedback}"')
+            lines.append("  Do not repeat the score or judge the answer again. Respond warmly to what they wrote; "
+                         + ("then carry on with the next topic." if judged.mastered
+                            else "encourage another try (the app shows the question again below your reply)."))
+    ask = teaching.ask
+    if ask is not None and ask.again and teaching.intent == "question":
+        lines.append(f'- The check "{ask.question}" (topic {ask.topic_id}) is still open: answer the learner\'s '
+                     "question, then say the check is still there below your reply (the app shows it as a form). "
+                     "Do not answer the check yourself.")
+    elif ask is not None:
+        lines.append(f'- After your reply the app asks the check "{ask.question}" (topic {ask.topic_id}) as a form. '
+                     "Lead into it in a sentence or two; do not ask it yourself, answer it, or teach a new topic "
+                     "this turn.")
+    if teaching.goto_topic:
+        lines.append(f"- The learner's form answer leads to topic {teaching.goto_topic}: teach it now.")
+    if teaching.passages:
+        lines.append("- Passages from the module's material that match the learner's words. Answer from them when "
+                     "they help, and cite what you use in content.citations (quote word for word):")
+        for passage in teaching.passages:
+            lines += ["", passage.header, passage.text.strip(), "", "---"]
+        lines.pop()
+    return "## This turn (decided by the app)\n" + "\n".join(lines) if lines else ""
 
 
 def alternate(messages: Sequence[ChatMessage]) -> list[ChatMessage]:

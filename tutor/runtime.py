@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 
+from tutor.dbfaults import open_database
 from tutor.engine import Engine
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
-from tutor.store import Store
 
 log = logging.getLogger(__name__)
 _engine: Engine | None = None
@@ -19,13 +19,14 @@ _lock = threading.Lock()
 
 def get_engine() -> Engine:
     """Build the engine on first use: check the configuration, migrate the database,
-    load the modules (a module that fails its check is not served, and says why)."""
+    load the modules (a module that fails its check is not served, and says why). A
+    database that cannot be used raises dbfaults.DatabaseUnavailable (cause and fix); the
+    next call tries again."""
     global _engine
     with _lock:
         if _engine is None:
             settings = LLMSettings.from_env()  # ConfigError says which variable to set
-            store = Store()
-            store.migrate()
+            store = open_database()  # makes a missing SQLite folder; migrates
             library = load_library()
             for path, problems in library.problems.items():
                 for problem in problems:

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import reflex as rx
 from reflex_base.utils.form import FormData
 
+from tutor import dbfaults
 from tutor.contract import Form
 from tutor.display import (
     FormState,
@@ -31,6 +32,7 @@ from tutor.display import (
     module_card,
     progress_item,
 )
+from tutor.claims import HOLDER
 from tutor.engine import InputError
 from tutor.live import StreamFeed, empty_slots, stream_vars
 from tutor.llm.base import LearnerInput
@@ -60,6 +62,7 @@ class HomeState(TutorState):
     modules: list[ModuleCard] = []
     problems: list[str] = []
     confirm_restart: str = ""  # the module whose "start over" waits for a confirmation
+    unavailable: str = ""  # the calm line shown instead of the modules while the database is down
 
     @rx.event
     async def load(self) -> None:
@@ -68,15 +71,22 @@ class HomeState(TutorState):
         # shows the previous visit's conversation while it loads the next one.
         chat = await self.get_state(ChatState)
         chat._reset_view()
-        engine = get_engine()
-        active = {c.module_id: c for c in engine.conversations(key) if c.status == "active"}
-        self.modules = [
-            module_card(
-                module.id, module.title, module.description, len(module.topic_ids),
-                engine.progress_for(key, module.id), active.get(module.id),
-            )
-            for module in engine.library.modules.values()
-        ]
+        try:
+            engine = get_engine()
+            active = {c.module_id: c for c in engine.conversations(key) if c.status == "active"}
+            modules = [
+                module_card(
+                    module.id, module.title, module.description, len(module.topic_ids),
+                    engine.progress_for(key, module.id), active.get(module.id),
+                )
+                for module in engine.library.modules.values()
+            ]
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "home page")
+            self.modules, self.problems, self.unavailable = [], [], dbfaults.UNAVAILABLE
+            return
+        self.unavailable = ""
+        self.modules = modules
         self.problems = [p for ps in engine.library.problems.values() for p in ps]
         self.confirm_restart = ""
 
@@ -99,6 +109,10 @@ class HomeState(TutorState):
             await get_engine().open(key, module_id, new=True, defer_opening=True)
         except ModuleNotServable:
             return HomeState.load  # the module went away meanwhile: show what there is
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, f"start over in {module_id}")
+            self.unavailable = dbfaults.UNAVAILABLE
+            return None
         return rx.redirect(f"/learn?module={module_id}")
 
 
@@ -143,6 +157,10 @@ class ChatState(TutorState):
     milestone: str = ""  # the celebration to show, if a milestone was reached this turn
 
     _responding: bool = False
+    # The process whose task is answering for this tab. Tab state outlives a worker (it is
+    # in Redis with several workers): a tab that reconnects to another worker after a crash
+    # must not wait on a task that died with the old one.
+    _responding_by: str = ""
     _requested: int = 0
 
     # ------------------------------------------------------------------ loading
@@ -153,12 +171,17 @@ class ChatState(TutorState):
         module_id = _query_param(str(self.router.url), "module")
         self._reset_view()
         self.module_id = module_id
-        engine = get_engine()
         try:
+            engine = get_engine()
             module = engine.library.get(module_id)
             view = await engine.open(key, module_id, defer_opening=True)
         except ModuleNotServable as exc:
             self.load_error = str(exc) or f"There is no module called {module_id!r}."
+            self.loaded = True
+            return None
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, f"chat page for {module_id}")
+            self.load_error = dbfaults.UNAVAILABLE  # sending loads the page again (see _accept)
             self.loaded = True
             return None
         self.module_title = module.title
@@ -208,7 +231,10 @@ class ChatState(TutorState):
 
     @rx.event
     async def send_suggestion(self, text: str):
-        return await self._accept(LearnerInput(text=text), None)
+        events = await self._accept(LearnerInput(text=text), None)
+        if events is None and self.input_error == dbfaults.MESSAGE_NOT_SAVED:
+            return rx.set_value("message", text)  # "it's still in the box": put it there
+        return events
 
     @rx.event
     async def submit_form(self, form_data: FormData):
@@ -228,7 +254,13 @@ class ChatState(TutorState):
         message_id, _, form_id = key.partition("-")
         if message_id != str(self.latest_tutor_id) or form_id not in self._latest_forms:
             return rx.set_focus("message")
-        if await get_engine().skip_form(self.conversation_id, form_id):
+        try:
+            skipped = await get_engine().skip_form(self.conversation_id, form_id)
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, f"conversation {self.conversation_id}: skip not saved")
+            self._set_form_error(key, "", dbfaults.FORM_NOT_SAVED)
+            return None
+        if skipped:
             self._latest_forms = {k: v for k, v in self._latest_forms.items() if k != form_id}
             self._note_forms({key: FormState("skipped")})
             if self.form_error_key == key:
@@ -237,7 +269,9 @@ class ChatState(TutorState):
 
     async def _accept(self, learner_input: LearnerInput, form_key: str | None):
         if not self.conversation_id:
-            return None
+            # The page loaded while the database was down: try loading it again (the
+            # learner's text stays in the box for the next send).
+            return ChatState.load if self.load_error == dbfaults.UNAVAILABLE else None
         try:
             pending = await get_engine().accept(self.conversation_id, learner_input)
         except InputError as exc:
@@ -245,6 +279,14 @@ class ChatState(TutorState):
                 self._set_form_error(form_key, self._known_field(form_key, exc.field_id), exc.message)
             else:
                 self.input_error = exc.message
+            return None
+        except dbfaults.DatabaseUnavailable as fault:
+            # Nothing was stored; the text stays in the box (the form keeps its answers).
+            dbfaults.report(fault, log, f"conversation {self.conversation_id}: learner message not saved")
+            if form_key is not None:
+                self._set_form_error(form_key, "", dbfaults.FORM_NOT_SAVED)
+            else:
+                self.input_error = dbfaults.MESSAGE_NOT_SAVED
             return None
         self.input_error = ""
         self._clear_form_error()
@@ -261,9 +303,9 @@ class ChatState(TutorState):
     @rx.event(background=True)
     async def respond(self):
         async with self:
-            if self._responding:
+            if self._responding and self._responding_by == HOLDER:
                 return
-            self._responding = True
+            self._responding, self._responding_by = True, HOLDER
         engine = get_engine()
         while True:
             async with self:
@@ -271,11 +313,16 @@ class ChatState(TutorState):
             preview = _PagePreview(self, conversation_id)
             try:
                 result = await engine.respond_pending(conversation_id, preview)
-            except Exception:  # the page must never hang on "thinking"
-                log.exception("respond failed")
+            except Exception as exc:  # the page must never hang on "thinking"
+                if isinstance(exc, dbfaults.DatabaseUnavailable):  # one line; the engine retried the store
+                    dbfaults.report(exc, log, f"conversation {conversation_id}: tutor reply not saved")
+                    notice = dbfaults.REPLY_NOT_SAVED
+                else:
+                    log.exception("respond failed")
+                    notice = "The tutor could not answer just now. Your message is saved — send another message to try again."
                 async with self:
                     self._end_preview(preview)
-                    self.operator_notice = "The tutor could not answer just now. Your message is saved — send another message to try again."
+                    self.operator_notice = notice
                     self._responding = self.thinking = False
                 return
             async with self:

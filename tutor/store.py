@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import sqlalchemy
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from tutor import dbfaults
 from tutor.settings import REPO_ROOT, database_url
 
 ALEMBIC_INI = REPO_ROOT / "alembic.ini"
@@ -161,7 +162,27 @@ class ReplyClaim(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent, ReplyClaim)
+class CheckAttempt(SQLModel, table=True):
+    """One judged answer to a check of understanding (seed 004): who answered what, and
+    the score. `score` is null when the judge failed (the turn is flagged for review).
+    Mastery is read from these rows: a topic is mastered in a conversation when each of its
+    checks has a score at or above its threshold there."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(foreign_key="conversation.id", index=True)
+    message_id: int = Field(foreign_key="message.id", index=True)  # the learner's answer
+    reply_id: int | None = Field(default=None, foreign_key="message.id")  # the reply that showed the score
+    module_id: str = Field(max_length=128)
+    topic_id: str = Field(max_length=128)
+    check_id: str = Field(max_length=128)
+    score: int | None = None  # 0-10
+    criteria_json: str = "{}"  # criterion name -> 0-10 (the rubric's names only)
+    feedback: str = ""
+    source: str = Field(max_length=16)  # builtin | model
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent, ReplyClaim, CheckAttempt)
 
 
 DEFAULT_DB_THREADS = 8
@@ -199,11 +220,15 @@ class Store:
         if not (sqlite and _in_memory(self.url)):  # a file or a server: a QueuePool
             options.update(pool_size=self.threads, max_overflow=10)
         self.engine = create_engine(self.url, **options)
+        # Reads on a server go through connections in autocommit: no BEGIN and ROLLBACK round
+        # trips around them. Each statement still sees committed data only, as it does inside
+        # a READ COMMITTED transaction. (SQLite's driver opens no transaction for a read.)
+        self._reader = None if sqlite else create_engine(self.url, isolation_level="AUTOCOMMIT", **options)
         if sqlite:
             sqlalchemy.event.listen(self.engine, "connect", _sqlite_pragmas)
-        else:
-            sqlalchemy.event.listen(self.engine.pool, "checkin", _note_checkin)
-            sqlalchemy.event.listen(self.engine.pool, "checkout", functools.partial(_ping_if_idle, self.engine))
+        for engine in (self.engine, self._reader) if self._reader is not None else ():
+            sqlalchemy.event.listen(engine.pool, "checkin", _note_checkin)
+            sqlalchemy.event.listen(engine.pool, "checkout", functools.partial(_ping_if_idle, engine))
         self._executor: ThreadPoolExecutor | None = None
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -216,9 +241,19 @@ class Store:
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        with Session(self.engine, expire_on_commit=False) as session:
-            yield session
+    def session(self, *, read_only: bool = False) -> Iterator[Session]:
+        """A session; a database that cannot be used raises dbfaults.DatabaseUnavailable
+        (cause and fix for the operator), any other error passes through unchanged.
+        read_only: for reads only (on PostgreSQL every statement commits by itself)."""
+        engine = self._reader if read_only and self._reader is not None else self.engine
+        try:
+            with Session(engine, expire_on_commit=False) as session:
+                yield session
+        except Exception as exc:
+            fault = dbfaults.classify(exc, self.url)
+            if fault is None or fault is exc:
+                raise
+            raise fault from exc
 
     def migrate(self) -> None:
         """Bring the schema to the newest migration (alembic upgrade head)."""
@@ -241,12 +276,20 @@ class Store:
             self._executor.shutdown(wait=True)
             self._executor = None
         self.engine.dispose()
+        if self._reader is not None:
+            self._reader.dispose()
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
+    # In WAL mode NORMAL syncs at checkpoints, not at every commit: a commit survives the app
+    # crashing, and the file is never corrupted, but a power cut may lose the last ones (the
+    # SQLite docs' advice for WAL). FULL cost an fsync per commit, each holding the write
+    # lock: SQLite then managed ~90 turns a second (TUTOR_DATABASE_URL=postgresql... keeps
+    # every commit on disk).
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.close()
 
@@ -277,6 +320,7 @@ def _ping_if_idle(engine: Any, dbapi_connection: Any, record: Any, _proxy: Any) 
 
 __all__ = [
     "AuditEvent",
+    "CheckAttempt",
     "Conversation",
     "Learner",
     "Message",

@@ -46,23 +46,36 @@ class MessageView:
 
 @dataclass(frozen=True)
 class ProgressView:
+    """The learner's progress in a module (tutor.progress): topics seen (`covered`) and
+    mastered, the percentage toward completion, milestones."""
+
     percentage: float
-    covered: list[str]
+    covered: list[str]  # topics seen, in the order seen
     total: int
     milestone: str | None  # reached on this turn, if any
     milestones: list[str]  # every milestone reached so far
     module_state: dict[str, Any]
+    mastered: list[str] = field(default_factory=list)  # topics mastered (every check judged at threshold)
+    checked: int = 0  # topics that have checks (what "mastered" counts out of)
+    done: int | None = None  # topics done (mastered, or seen for one without checks); None: as seen
 
     @property
     def remaining(self) -> int:
-        return self.total - len(self.covered)
+        return self.total - (len(self.covered) if self.done is None else self.done)
+
+    @property
+    def complete(self) -> bool:
+        return self.total > 0 and self.remaining == 0
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "percentage": self.percentage,
             "covered": list(self.covered),
+            "mastered": list(self.mastered),
+            "checked": self.checked,
             "remaining": self.remaining,
             "total": self.total,
+            "complete": self.complete,
             "milestone": self.milestone,
             "milestones": list(self.milestones),
             "module_state": dict(self.module_state),

@@ -26,9 +26,10 @@ def test_start_page_lists_modules_and_resumes_or_starts_over(app: RunningApp, pa
 
     page.get_by_role("link", name="All modules").click()
     card = page.locator(f"#card-{MODULE}")
-    expect(card.locator(".card-progress-text")).to_have_text("8% · 2 of 25 topics covered · 1 message sent")
+    # Two topics seen, none mastered yet: 2 of 50 units.
+    expect(card.locator(".card-progress-text")).to_have_text("4% · 2 of 25 topics covered · 1 message sent")
     expect(card.get_by_role("progressbar", name="Your progress in Understanding anxiety")).to_have_attribute(
-        "aria-valuenow", "8")
+        "aria-valuenow", "4")
     card.get_by_role("link", name="Resume Understanding anxiety").click()
     page.locator(".msg-learner").first.wait_for()
     wait_idle(page)

@@ -1,5 +1,6 @@
-"""Progress in view (bar, counts, where we are), milestones celebrated (quietly for those
-who asked for less motion), the tutor's tone shown subtly, and the next step's chips."""
+"""Progress in view (bar, counts of topics seen and mastered, where we are), a check of
+understanding answered and scored kindly, milestones celebrated (quietly for those who
+asked for less motion), the tutor's tone shown subtly, and the next step's chips."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import re
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RunningApp
-from tests.browser.helpers import last_tutor, open_module, send
+from tests.browser.helpers import last_tutor, open_module, send, wait_for_reply
+from tutor.modules import REPO_ROOT, load_library
+
+SAMPLE = load_library(REPO_ROOT / "modules").get("understanding_anxiety")
 
 
 def _counts(page: Page) -> tuple[int, int, int]:
@@ -20,29 +24,68 @@ def _counts(page: Page) -> tuple[int, int, int]:
 def test_progress_bar_counts_and_module_state(app: RunningApp, page: Page) -> None:
     open_module(page, app.url)
     percent, covered, total = _counts(page)
-    assert (covered, total) == (1, 25) and percent == 4  # the opening lesson covers the first topic
+    # The opening lesson shows the first topic: seen, not mastered (1 of 50 units: 2%).
+    assert (covered, total) == (1, 25) and percent == 2
     bar = page.get_by_role("progressbar", name="Module progress")
-    expect(bar).to_have_attribute("aria-valuenow", "4")
-    expect(bar).to_have_attribute("aria-valuetext", "4% of the module covered: 1 of 25 topics")
-    expect(page.locator("#progress-remaining")).to_have_text("24 to go")
+    expect(bar).to_have_attribute("aria-valuenow", "2")
+    expect(bar).to_have_attribute("aria-valuetext", "2% of the module covered: 1 of 25 topics, 0 of 24 mastered")
+    expect(page.locator("#progress-mastered")).to_have_text("0 of 24 mastered")
+    expect(page.locator("#progress-remaining")).to_have_text("25 to go")
     expect(page.locator("#progress-sections")).to_have_text("sections done: 0 of 6")
     expect(page.locator("#module-state")).to_have_text("Foundations › What anxiety is")
-    page.wait_for_function(  # the fill is 4% of the bar, once its transition ends
+    page.wait_for_function(  # the fill is 2% of the bar, once its transition ends
         "() => { const f = document.querySelector('#progress-bar .bar-fill');"
-        " return Math.abs(f.offsetWidth / f.parentElement.offsetWidth - 0.04) < 0.005; }")
+        " return Math.abs(f.offsetWidth / f.parentElement.offsetWidth - 0.02) < 0.005; }")
 
     send(page, "What is the fight or flight response?")
     percent, covered, _ = _counts(page)
-    assert covered == 2 and percent == 8
-    expect(page.locator("#progress-remaining")).to_have_text("23 to go")
+    assert covered == 2 and percent == 4
+    expect(page.locator("#progress-remaining")).to_have_text("25 to go")
+
+
+def _answer_in_the_form(page: Page, text: str) -> None:
+    form = last_tutor(page).locator("form").last
+    form.get_by_role("textbox").fill(text)
+    tutors = page.locator(".msg-tutor").count()
+    form.get_by_role("button", name="Check my answer").click()
+    wait_for_reply(page, tutors)
+
+
+def test_a_check_is_answered_scored_kindly_and_counted_as_mastered(app: RunningApp, page: Page) -> None:
+    open_module(page, app.url)
+    check = SAMPLE.topics[0].checks[0]
+    send(page, "Continue")  # after the lesson, its check
+    asked = last_tutor(page)
+    expect(asked).to_contain_text("let's check what stayed with you from What anxiety is")
+    form = asked.get_by_role("form", name="Check your understanding")
+    expect(form.get_by_role("textbox", name=check.question)).to_be_visible()
+
+    _answer_in_the_form(page, "It is a feeling.")
+    tip = last_tutor(page).locator(".block-tip").first
+    expect(tip).to_contain_text("You scored")
+    expect(tip).to_contain_text("(7 or more masters it)")
+    expect(tip).to_contain_text("another go")
+    expect(tip).to_have_attribute("role", "note")
+    expect(last_tutor(page).get_by_role("form", name="Try again")).to_be_visible()  # the check stays open
+    expect(page.locator("#progress-mastered")).to_have_text("0 of 24 mastered")
+
+    send(page, check.example_answer)  # typed in the message box, right after the question
+    success = last_tutor(page).locator(".block-success").first
+    expect(success).to_contain_text("You scored 10/10 on What anxiety is: mastered.")
+    expect(page.locator("#progress-mastered")).to_have_text("1 of 24 mastered")
+    percent, covered, _ = _counts(page)
+    assert (percent, covered) == (6, 2)  # mastered (2 units) and the next lesson seen (1 unit)
+    expect(page.locator("#progress-remaining")).to_have_text("24 to go")
 
 
 def test_a_milestone_is_celebrated_once_and_quietly_for_reduced_motion(app: RunningApp, page: Page) -> None:
     open_module(page, app.url)
-    for _ in range(5):
+    for topic in SAMPLE.topics[:5]:  # a check answered well: mastered, and the next lesson
         send(page, "Continue")
+        send(page, topic.checks[0].example_answer)
         expect(page.locator("#milestone")).to_have_count(0)
-    send(page, "Continue")  # the 7th topic of 25: 28%
+    send(page, "Continue")
+    send(page, SAMPLE.topics[5].checks[0].example_answer)  # 6 mastered + 1 seen: 13 of 50 units, 26%
     banner = page.locator("#milestone")
     expect(banner).to_contain_text("Milestone reached: 25% of the module")
     msg = last_tutor(page)

@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from tutor.contract import TutorResponse, parse
-from tutor.llm.base import ChatMessage, CompletionRequest, LearnerInput, Provider, TurnContext
+from tutor.llm.base import (
+    ChatMessage,
+    CheckData,
+    CompletionRequest,
+    JudgedData,
+    LearnerInput,
+    PassageData,
+    Provider,
+    TeachingContext,
+    TurnContext,
+)
 from tutor.llm.builtin import BuiltinTutor, markdown_blocks
 from tutor.modules import Module, load_library
-from tutor.progress import ProgressState, apply_evidence, detect_form, detect_text, reconcile
+from tutor.progress import (
+    ProgressState,
+    apply_evidence,
+    detect_form,
+    detect_text,
+    form_covers,
+    is_complete,
+    reconcile,
+    shown_topics,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = load_library(ROOT / "tests" / "fixtures" / "modules" / "good")
@@ -31,8 +50,9 @@ class Turn:
 
 
 class Session:
-    """Drives the tutor the way the app does: learner evidence, the reply through `parse`,
-    then the server's reconciliation of the reply's claim."""
+    """Drives the tutor the way the app does: learner evidence (a module form's `covers`),
+    the reply through `parse`, then the server's reconciliation: claimed topics count as
+    seen when the reply's own text mentions them (tutor.progress.shown_topics)."""
 
     def __init__(self, module: Module, tutor: BuiltinTutor | None = None) -> None:
         self.module = module
@@ -40,28 +60,31 @@ class Session:
         self.state = ProgressState()
         self.turns: list[Turn] = []
 
-    def send(self, learner: LearnerInput | None = None) -> Turn:
+    def send(self, learner: LearnerInput | None = None, teaching: TeachingContext | None = None) -> Turn:
+        seen: set[str] = set()
         if learner is None:
             detected: set[str] = set()
         elif learner.is_form:
             detected = detect_form(self.module, learner.form_id, learner.answers)
+            seen = form_covers(self.module, learner.form_id, learner.answers)
         else:
             detected = detect_text(self.module, learner.text)
-        ctx = TurnContext(self.module, apply_evidence(self.module, self.state, detected),
-                          frozenset(detected), learner, len(self.turns))
+        ctx = TurnContext(self.module, apply_evidence(self.module, self.state, seen),
+                          frozenset(detected), learner, len(self.turns), teaching or TeachingContext())
         request = CompletionRequest([ChatMessage("user", "(ignored)")], 0.7, 2048, context=ctx)
         completion = asyncio.run(self.tutor.complete(request))
         parsed = parse(completion.text)
         assert parsed.outcome == "valid", parsed.errors
         claimed = parsed.response.meta.progress.covered_topics or []
-        update = reconcile(self.module, self.state, detected, claimed)
+        shown = shown_topics(self.module, ctx.progress, claimed, _texts(parsed.response), (), detected)
+        update = reconcile(self.module, self.state, seen | set(shown.topics))
         self.state = update.state
         turn = Turn(parsed.response, completion.text, update.milestone, update.newly_covered, update.state)
         self.turns.append(turn)
         return turn
 
-    def say(self, text: str) -> Turn:
-        return self.send(LearnerInput(text=text))
+    def say(self, text: str, teaching: TeachingContext | None = None) -> Turn:
+        return self.send(LearnerInput(text=text), teaching)
 
 
 def _texts(response: TutorResponse) -> str:
@@ -162,7 +185,7 @@ def test_a_statement_mentioning_a_topic_is_acknowledged_and_the_walk_goes_on():
     session.send()
     turn = session.say("I avoid crowded places")
     assert "It connects to **Avoidance**." in _texts(turn.response)
-    assert turn.newly == ("anxiety_vs_fear", "avoidance")  # learner evidence + the taught topic
+    assert turn.newly == ("anxiety_vs_fear",)  # the taught topic: naming one is not seeing it
     assert _headings(turn.response)[0] == "Fear or anxiety?"
 
 
@@ -231,15 +254,18 @@ def test_without_context_it_still_answers_with_valid_json():
     assert parsed.outcome == "valid" and parsed.response.meta.response_type == "error"
 
 
-def test_sample_module_walks_to_100_percent():
+def test_walking_the_sample_module_sees_every_topic_but_completing_it_needs_the_checks():
     sample = load_library(ROOT / "modules").get("understanding_anxiety")
     session = Session(sample)
     turn = session.send()
     while len(session.state.covered) < len(sample.topic_ids):
         turn = session.say(_next_suggestion(turn.response))
         assert len(session.turns) <= len(sample.topic_ids)
-    assert session.state.milestones == tuple(f"{m}%" for m in sample.milestones)
-    assert sum(t.response.meta.emotion == "celebratory" for t in session.turns) == len(sample.milestones)
+    assert session.state.milestones == ("25%", "50%")  # 24 of 25 topics have checks: 26 of 50 units
+    assert not is_complete(sample, session.state)
+    assert sum(t.response.meta.emotion == "celebratory" for t in session.turns) == 2
+    summary = session.say("Show me a summary", TeachingContext(intent="summary")).response
+    assert "To complete the module, answer the checks on: What anxiety is" in _texts(summary)
 
 
 # --- authored markdown -> blocks -----------------------------------------------------------------
@@ -271,3 +297,72 @@ def test_markdown_blocks_split_authored_content():
 @pytest.mark.parametrize("md", ["", "\n\n", "!!! tip", ">"])
 def test_markdown_blocks_never_emit_empty_blocks(md):
     assert all(b.content.strip() for b in markdown_blocks(md))
+
+
+# --- teaching: what the server decided this turn -------------------------------------------------
+
+SAMPLE = load_library(ROOT / "modules").get("understanding_anxiety")
+
+
+def _passage(topic_id: str, score: float = 1.0) -> PassageData:
+    topic = SAMPLE.topic(topic_id)
+    return PassageData("module", SAMPLE.title, topic_id, topic.title, topic_id, topic.content.split("\n\n")[0], score)
+
+
+def test_a_question_is_answered_from_the_best_passages_quoted_with_topic_and_source():
+    session = Session(SAMPLE)
+    session.send()
+    teaching = TeachingContext(intent="question", passages=(_passage("physical_level"), _passage("fight_or_flight", 0.9),
+                                                            _passage("avoidance", 0.2)))
+    turn = session.say("Why does my heart race?", teaching)
+    blocks = turn.response.content.text_blocks
+    assert [b.type for b in blocks] == ["paragraph", "quote", "paragraph", "quote", "paragraph"]
+    assert blocks[1].content == _passage("physical_level").text.strip()
+    assert "part of the topic **The physical level**" in blocks[2].content and "Understanding anxiety" in blocks[2].content
+    assert turn.newly == ("fight_or_flight", "physical_level")  # quoted: the learner engaged with them
+    assert turn.response.content.next_step.suggestions == ["Tell me more about The physical level", "Continue"]
+    assert "I don't have a prepared answer" not in _texts(turn.response)
+
+
+def test_a_question_naming_a_topic_whose_passage_answers_it_is_taught_that_topic():
+    session = Session(SAMPLE)
+    session.send()
+    teaching = TeachingContext(intent="question", passages=(_passage("fight_or_flight"),))
+    turn = session.say("What is the fight or flight response?", teaching)
+    assert _headings(turn.response)[0] == "The fight-or-flight response"
+
+
+def test_a_check_turn_says_why_and_teaches_nothing_new():
+    session = Session(SAMPLE)
+    session.send()
+    check = SAMPLE.topic("anxiety_defined").checks[0]
+    ask = CheckData(check.id, "anxiety_defined", "What anxiety is", check.question)
+    turn = session.say("Continue", TeachingContext(intent="navigate", ask=ask))
+    assert "let's check what stayed with you from **What anxiety is**" in _texts(turn.response)
+    assert turn.newly == () and turn.response.content.forms is None  # the server adds the check's form
+    assert turn.response.content.next_step.suggestions == ["Skip this check"]
+    again = session.say("I don't know", TeachingContext(
+        intent="answer", ask=replace(ask, again=True),
+        judged=JudgedData(check.id, "anxiety_defined", "What anxiety is", check.question, 2, 7, False, "Good start.")))
+    assert _texts(again.response).startswith("Have another go below")
+    assert "/10" not in _texts(again.response)  # the score is the server's to show
+
+
+def test_a_mastered_answer_moves_on_to_the_next_topic():
+    session = Session(SAMPLE)
+    session.send()
+    check = SAMPLE.topic("anxiety_defined").checks[0]
+    judged = JudgedData(check.id, "anxiety_defined", "What anxiety is", check.question, 9, 7, True, "Well done!")
+    turn = session.say(check.example_answer, TeachingContext(intent="answer", judged=judged))
+    assert _headings(turn.response)[0] == "Anxiety and fear"
+    assert turn.newly == ("anxiety_vs_fear",)
+
+
+def test_a_form_answer_follows_the_authored_next_topic():
+    session = Session(SAMPLE)
+    session.send()
+    turn = session.send(LearnerInput(form_id="anxiety_levels_check", answers={"primary_level": "mental"}),
+                        TeachingContext(intent="form", goto_topic="mental_level"))
+    assert "**Mental (thoughts and worries)**" in _texts(turn.response)
+    assert _headings(turn.response)[0] == "The mental level"
+    assert turn.newly == ("three_levels_overview", "mental_level")  # the form covers its topic

@@ -82,7 +82,7 @@ def test_json_schema_strategy_sends_a_strict_schema_our_replies_satisfy(openai_s
     reply = {
         "content": {
             "text_blocks": [{"type": "paragraph", "content": "Hi", "level": None}],
-            "forms": None, "media": None,
+            "forms": None, "media": None, "citations": None,
             "next_step": {"prompt": None, "suggestions": ["Go on"], "can_skip": None},
         },
         "meta": {"response_type": "conversational", "progress": None, "module_state": None, "emotion": None},

@@ -84,7 +84,8 @@ def test_any_run_of_words_from_a_section_verifies(sources, data):
     verified = verify_quote(sources, Citation(source_id=source.id, quote=quote))
     assert verified is not None
     assert normalize_quote(verified.quote) == normalize_quote(quote)
-    assert verified.quote in section.text
+    # The same words may also sit in an earlier section: the span is from the section found.
+    assert verified.quote in source.section(verified.section_id).text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -65,3 +65,10 @@ def test_tokens_fold_accents_drop_stop_words_and_keep_pairs():
     assert "lo_au" in tokens("lo âu là gì") and "lo" in tokens("Lo âu")
     assert "so" in tokens("sợ hãi") and "so" not in tokens("so what")  # Vietnamese "sợ" is not English "so"
     assert tokens("catastrophising")[0] == tokens("catastrophizing")[0]
+
+
+def test_questions_off_the_module_get_no_passages(sample):
+    for question in ["Can you say that again?", "What is the capital of France?", "How are you?",
+                     "Who will win the football tonight?", "What's the weather like?"]:
+        assert retrieve(sample, question, on_topic_only=True) == [], question
+    assert retrieve(sample, "Why does my heart race?", on_topic_only=True)

@@ -77,3 +77,10 @@ def test_the_command_prints_the_numbers_and_exits_by_the_goals(capsys, tmp_path)
     assert main(["teach", "eval", "--questions", str(hard)]) == 1
     assert "BELOW GOALS" in capsys.readouterr().out
     assert main(["teach", "eval", "--questions", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_every_suite_question_counts_as_on_topic(sample, questions):
+    from tutor.teach import Index
+
+    index = Index.build(sample)
+    assert [q.text for q in questions if not index.on_topic(q.text)] == []

@@ -45,27 +45,31 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tutor.dbfaults import DatabaseUnavailable, startup_message
+
     try:
         return asyncio.run(_chat(args.module, args.learner, args.json, sys.stdin, sys.stdout))
     except (ConfigError, ModuleNotServable) as exc:
         print(f"tutor chat: {exc}", file=sys.stderr)
         return 2
+    except DatabaseUnavailable as fault:
+        print(f"tutor chat: {startup_message(fault)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
 
 async def _chat(module_id: str, learner: str, as_json: bool, stdin: TextIO, out: TextIO) -> int:
     # Imported here: the database and backends are only needed by this command.
+    from tutor.dbfaults import open_database
     from tutor.engine import Engine, InputError
     from tutor.llm.factory import make_provider
     from tutor.risk.turn import SafetySettings
-    from tutor.store import Store
 
     settings = LLMSettings.from_env()
     library = load_library()
     library.get(module_id)  # refuse a broken module before touching the database
-    store = Store()
-    store.migrate()
+    store = open_database()  # DatabaseUnavailable names TUTOR_DATABASE_URL
     provider = make_provider(settings)
     engine = Engine(store, provider, library, settings, SafetySettings.from_env())
     try:
@@ -126,7 +130,8 @@ def _suggestions(response: dict[str, Any] | None) -> list[str]:
 
 
 def _progress_dict(progress: Any) -> dict[str, Any]:
-    return {"percentage": progress.percentage, "covered": list(progress.covered), "milestone": progress.milestone}
+    return {"percentage": progress.percentage, "covered": list(progress.covered), "milestone": progress.milestone,
+            "mastered": list(progress.mastered), "complete": progress.complete, "milestones": list(progress.milestones)}
 
 
 def _emit(out: TextIO, as_json: bool, turn: int, reply: Any, progress: Any, risks: list | None = None) -> None:
@@ -167,6 +172,9 @@ def render_text(response: dict[str, Any] | None, raw: str | None, outcome: str |
         content = response.get("content", {})
         for block in content.get("text_blocks", []):
             lines += [_render_block(block), ""]
+        for cited in content.get("citations") or []:  # verified quotes from the module's material
+            lines += ["> " + line for line in str(cited.get("quote", "")).splitlines()]
+            lines += [f"  — {cited.get('location') or cited.get('source_id', '')}", ""]
         for form in content.get("forms") or []:
             lines += _render_form(form)
         for item in content.get("media") or []:

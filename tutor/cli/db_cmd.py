@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from tutor.store import Store
+from tutor.dbfaults import DatabaseUnavailable, open_database, redact, startup_message
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,15 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    store = Store()
-    store.migrate()
-    print(f"database is up to date: {_redact(store.url)}")
+    try:
+        store = open_database()  # makes a missing SQLite folder, then migrates
+    except DatabaseUnavailable as fault:
+        # Start-up's first check (scripts/run.sh runs this before serving): a short
+        # message naming TUTOR_DATABASE_URL, not a driver traceback.
+        print(f"tutor db migrate: {startup_message(fault)}", file=sys.stderr)
+        return 1
+    print(f"database is up to date: {redact(store.url)}")
     store.dispose()
     return 0
-
-
-def _redact(url: str) -> str:
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://***@{rest.split('@', 1)[1]}"

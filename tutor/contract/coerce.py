@@ -22,7 +22,7 @@ from tutor.contract.coerce_util import (
     format_validation_error,
     set_nested,
 )
-from tutor.contract.models import BLOCK_TYPES, Media, NextStep
+from tutor.contract.models import BLOCK_TYPES, Citation, Media, NextStep
 from tutor.contract.safety import is_safe_media_src
 
 __all__ = ["Coercion", "coerce_reply"]
@@ -63,7 +63,8 @@ def coerce_reply(co: Coercion, value: Any) -> dict | None:
         value = {"content": {"text_blocks": [value]}, "meta": value.get("meta")}
     if "content" not in value and "text_blocks" in value:
         co.flag("flattened_content")
-        value = {"content": {k: value[k] for k in ("text_blocks", "forms", "media", "next_step") if k in value},
+        value = {"content": {k: value[k] for k in ("text_blocks", "forms", "media", "next_step", "citations")
+                             if k in value},
                  "meta": value.get("meta")}
     if "content" not in value:
         co.errors.append("content: Field required (the reply has no content object)")
@@ -142,6 +143,10 @@ def _content(co: Coercion, value: Any) -> dict | None:
     elif "media" in value:
         out["media"] = None
     set_nested(co, value, out, "next_step", _next_step)
+    if value.get("citations") is not None:
+        out["citations"] = _citations(co, value["citations"])
+    elif "citations" in value:
+        out["citations"] = None
     return out
 
 
@@ -245,6 +250,27 @@ def _media(co: Coercion, value: Any) -> list[dict]:
             co.errors.extend(format_validation_error(exc, where))
             continue
         out.append({k: getattr(media, k) for k in media.model_fields_set})
+    return out
+
+
+def _citations(co: Coercion, value: Any) -> list[dict]:
+    """Citations whose shape is right (the server checks their quotes later); a broken
+    one is dropped with flag dropped_citation, the reply kept."""
+    value = co.decode(value)
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        co.flag("dropped_citation", "content.citations: expected a list")
+        return []
+    out: list[dict] = []
+    for i, item in enumerate(value):
+        try:
+            citation = Citation.model_validate(item)
+        except ValidationError as exc:
+            co.flag("dropped_citation")
+            co.errors.extend(format_validation_error(exc, f"content.citations.{i}"))
+            continue
+        out.append({k: getattr(citation, k) for k in citation.model_fields_set})
     return out
 
 

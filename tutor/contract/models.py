@@ -137,11 +137,21 @@ class Meta(_Model):
     emotion: Emotion | None = None
 
 
+class Citation(_Model):
+    """A reply's claim that one of the module's sources says something (optional). The
+    server keeps it only if `quote` is verbatim in that source (tutor.teach.quotes)."""
+
+    source_id: str = Field(min_length=1, description="a source id from the passages' headers")
+    quote: str = Field(min_length=1, description="text copied word for word from that source")
+    location: str | None = Field(default=None, description="the section's id or title")
+
+
 class Content(_Model):
     text_blocks: list[TextBlock]
     forms: list[Form] | None = None
     media: list[Media] | None = None
     next_step: NextStep | None = None
+    citations: list[Citation] | None = None
 
 
 class TutorResponse(_Model):

@@ -23,6 +23,7 @@ from tutor.llm.errors import (
     RequestTimeout,
     error_for_status,
 )
+from tutor.llm._pool import pooled_transport
 from tutor.llm.base import Completion, CompletionRequest
 from tutor.llm.sse import CompletionStream, SSEEvent, aiter_sse
 
@@ -83,8 +84,8 @@ class HTTPTransport:
         if client is None:
             for old in [old for old in self._clients if old.is_closed()]:
                 del self._clients[old]
-            client = self._clients[loop] = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s),
-                                                               limits=self._limits)
+            client = self._clients[loop] = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s), limits=self._limits, transport=pooled_transport(self._limits))
         return client
 
     def _url(self, path: str) -> str:

@@ -33,14 +33,72 @@ class LearnerInput:
 
 
 @dataclass(frozen=True)
+class PassageData:
+    """A passage of the module's material that matches the learner's words (tutor.teach)."""
+
+    source_id: str
+    source_title: str
+    section_id: str
+    section_title: str
+    topic_id: str | None
+    text: str  # verbatim from the section
+    score: float = 0.0
+
+    @property
+    def header(self) -> str:
+        """Seed 001's chunk header, for prompts."""
+        return f'[Source: "{self.source_title}" (id: {self.source_id}), Section: "{self.section_title}"]'
+
+
+@dataclass(frozen=True)
+class CheckData:
+    """A check of understanding the app asks this turn (it shows the question as a form)."""
+
+    check_id: str
+    topic_id: str
+    topic_title: str
+    question: str
+    again: bool = False  # asked before: a retry, or still open after a question
+    review: bool = False  # every topic is seen: coming back to what is not mastered
+
+
+@dataclass(frozen=True)
+class JudgedData:
+    """The server's judgement of the learner's answer to a check (None score: the judge failed)."""
+
+    check_id: str
+    topic_id: str
+    topic_title: str
+    question: str
+    score: int | None
+    threshold: int
+    mastered: bool
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class TeachingContext:
+    """What the server decided about teaching this turn, as plain data (tutor.teaching)."""
+
+    # what the learner's input is: answer | question | skip | retry | summary | navigate |
+    # form | other | opening
+    intent: str = "other"
+    passages: tuple[PassageData, ...] = ()
+    judged: JudgedData | None = None
+    ask: CheckData | None = None
+    goto_topic: str | None = None  # a form answer leads here (an option's next_topic)
+
+
+@dataclass(frozen=True)
 class TurnContext:
     """A structured view of the turn for the built-in tutor; HTTP providers ignore it."""
 
     module: Module
     progress: ProgressState  # after this turn's learner evidence was counted
-    detected: frozenset[str]  # topics the learner's input covered this turn
+    detected: frozenset[str]  # topics the learner's input mentions
     learner: LearnerInput | None  # None for the tutor's opening turn
     turn_index: int  # 0 for the opening turn
+    teaching: TeachingContext = field(default_factory=TeachingContext)
 
 
 @dataclass(frozen=True)

@@ -3,35 +3,46 @@
 It behaves like a model as far as the app can tell: it returns RESPONSE_SCHEMA JSON *text*
 that goes through `contract.parse` and the server's progress reconciliation like any reply.
 It reads only `request.context` (the module, progress after the learner's evidence, the
-topics detected this turn, the learner's input), never the prompt.
+topics the learner mentioned, the learner's input, and what the server decided about
+teaching this turn: tutor.teaching), never the prompt.
 
 How a turn is chosen:
 
-- opening turn: greet with the module's title and description, then teach the first
-  uncovered topic (or, for a finished module, offer a summary);
-- a question or navigation request ("...?", "Next: X", "Tell me about X") that mentions a
-  topic is answered with THAT topic's content;
-- anything else (a reflection, "Continue", form answers) is acknowledged and the tutor
-  moves on in the author's order: the first topic not yet covered;
-- with every topic covered, the tutor offers a summary and topics to review.
+- opening turn: greet with the module's title and description, then teach the first topic
+  not seen yet (or, for a finished module, offer a summary);
+- the server asks a check this turn (`teaching.ask`): say why, briefly, and teach nothing
+  new; the server shows the question as a form below the reply. After an answer below the
+  threshold the same check comes back, with a word of encouragement;
+- a question is answered from the module's material: the best matching passages, quoted
+  with their topic and source, then an offer to go on (to the whole topic, or onwards);
+  a question that names a topic whose own passage answers it best is taught that topic;
+- a request for a topic ("Next: X", "Tell me about X") is answered with THAT topic;
+- a form answer whose option names a `next_topic` leads there ("Mental" -> the mental level);
+- anything else (a mastered answer, a reflection, "Continue", other form answers) is
+  acknowledged and the tutor moves on in the author's order: the first topic not seen;
+- with every topic seen and every check mastered, the tutor offers a summary.
 
-The topic taught is claimed in meta.progress.covered_topics by its canonical id, so the
-server counts it. A milestone the turn reaches, and that has not fired before, is
-celebrated once (heading + success block, emotion "celebratory").
+The topics taught or quoted are claimed in meta.progress.covered_topics by canonical id, so
+the server can count them. A milestone the turn reaches, and that has not fired before, is
+celebrated once (heading + success block, emotion "celebratory"). Scores and feedback are
+the server's: this tutor never grades.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
-from tutor.contract import Form, Progress, TextBlock
-from tutor.llm.base import Completion, CompletionRequest, TurnContext
+from tutor.contract import Form, Progress
+from tutor.llm.authored import markdown_blocks
+from tutor.llm.base import CheckData, Completion, CompletionRequest, PassageData, TurnContext
 from tutor.progress import (
     ProgressState,
     coverage_count,
     detect_text,
+    done_count,
+    is_complete,
+    mastered_ids,
     milestones_reached,
     module_state,
     next_topic,
@@ -44,13 +55,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BuiltinTutor", "compose_reply", "markdown_blocks"]
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
-_CALLOUT = re.compile(r"^\s*!!!\s*(info|warning|success|tip)\b[ \t]*(.*)$", re.IGNORECASE)
 # First words that make a message a request to be taught something, in any topic order.
 _ASKING = frozenset("what why how when where who which can could is are do does tell explain "
                     "show review next describe define more".split())
 _MOVING_ON = frozenset("continue next ok okay yes sure go ready done".split())
+SKIP_REPLY = "Skip this check"
+SUMMARY_REPLY = "Show me a summary"
+_SECOND_PASSAGE = 0.85  # a second passage is quoted when it scores this close to the best
 
 
 class BuiltinTutor:
@@ -75,14 +86,18 @@ def compose_reply(ctx: TurnContext | None) -> str:
     if ctx is None:
         blocks = [_block("warning", "The built-in tutor needs the module context to teach.")]
         return _dump({"content": {"text_blocks": blocks}, "meta": {"response_type": "error"}})
-    module, state = ctx.module, ctx.progress
-    blocks, topic = _respond_to_learner(ctx)
-    covered = set(state.covered)
-    if topic is None:
-        topic = next_topic(module, state)
-    newly = [topic.id] if topic is not None and topic.id not in covered else []
-    claimed = ProgressState(state.covered + tuple(newly), state.milestones)
-    fired = [m for m in milestones_reached(module, claimed.covered) if m not in state.milestones]
+    module, state, ask = ctx.module, ctx.progress, ctx.teaching.ask
+    blocks, topic, quoted = _respond_to_learner(ctx)
+    seen = set(state.covered)
+    if ask is not None and not (ask.again and ctx.teaching.intent == "question"):
+        topic = None  # a check turn teaches nothing new; a question asked meanwhile is answered
+    elif ask is None and topic is None and not quoted and ctx.teaching.intent != "summary":
+        goto = module.topic(ctx.teaching.goto_topic) if ctx.teaching.goto_topic else None
+        topic = goto or next_topic(module, state)
+    shown = [topic.id] if topic is not None else list(quoted)
+    newly = [t for t in shown if t not in seen]
+    claimed = ProgressState(state.covered + tuple(newly), state.milestones, state.mastered)
+    fired = [m for m in milestones_reached(module, claimed) if m not in state.milestones]
     milestone = fired[-1] if fired else None
 
     content: dict[str, Any] = {}
@@ -92,26 +107,29 @@ def compose_reply(ctx: TurnContext | None) -> str:
             content["forms"] = [topic.form.form.model_dump(mode="json", exclude_none=True)]
         if topic.media:
             content["media"] = [m.model_dump(mode="json", exclude_none=True) for m in topic.media]
-    else:
-        blocks += _summary(module)
+    elif ask is None and not quoted:
+        blocks += _summary(module, claimed)
     if milestone:
-        blocks += _celebrate(module, milestone, coverage_count(module, claimed))
-    content["next_step"] = _next_step(module, topic, set(claimed.covered))
+        blocks += _celebrate(module, milestone, claimed)
+    if ask is not None:
+        blocks += _check_intro(ctx, ask)
+    content["next_step"] = _next_step(ctx, topic, quoted, claimed)
 
-    learner = ctx.learner
-    emotion = ("celebratory" if milestone else "encouraging" if learner is None
+    learner, judged = ctx.learner, ctx.teaching.judged
+    emotion = ("celebratory" if milestone else "encouraging" if learner is None or ask is not None or judged
                else "supportive" if learner.is_form else "informative")
+    response_type = ("educational" if topic or quoted else "assessment" if ask is not None else "summary")
     progress = Progress(
         percentage=percentage(module, claimed),
         covered_topics=[t for t in claimed.covered if t in set(module.topic_ids)],
         newly_covered=newly,
-        remaining_topics=len(module.topic_ids) - coverage_count(module, claimed),
+        remaining_topics=len(module.topic_ids) - done_count(module, claimed),
         milestone=milestone,
     )
     return _dump({
         "content": {"text_blocks": blocks, **content},
         "meta": {
-            "response_type": "educational" if topic is not None else "summary",
+            "response_type": response_type,
             "progress": progress.model_dump(mode="json"),
             "module_state": module_state(module, claimed).model_dump(mode="json"),
             "emotion": emotion,
@@ -119,40 +137,103 @@ def compose_reply(ctx: TurnContext | None) -> str:
     })
 
 
-def _respond_to_learner(ctx: TurnContext) -> tuple[list[dict[str, Any]], Topic | None]:
-    """What the tutor says about the learner's input, and the topic asked about, if any."""
-    module, learner = ctx.module, ctx.learner
+def _respond_to_learner(ctx: TurnContext) -> tuple[list[dict[str, Any]], Topic | None, tuple[str, ...]]:
+    """What the tutor says about the learner's input, the topic asked for, if any, and the
+    topics whose passages it quoted."""
+    module, learner, teaching = ctx.module, ctx.learner, ctx.teaching
     if learner is None:
-        return _greeting(module, ctx.progress), None
+        return _greeting(module, ctx.progress), None, ()
+    if teaching.judged is not None:
+        return [], None, ()  # the server shows the score and feedback above this reply
     if learner.is_form:
-        return _acknowledge_form(module, learner.form_id or "", learner.answers or {}), None
+        return _acknowledge_form(module, learner.form_id or "", learner.answers or {}), None, ()
     text = learner.text or ""
     mentioned = [t for t in module.topics if t.id in ctx.detected]
+    if teaching.intent == "question" and teaching.passages:
+        # A question about a topic by name, whose best passage is that topic's, is a request
+        # to be taught it; any other question is answered from the passages.
+        top = teaching.passages[0].topic_id
+        named = [t for t in mentioned if _contains(text, t.title)] or [t for t in mentioned if t.id == top]
+        if named:
+            return [], named[0], ()
+        return _answer_from(module, teaching.passages)
     if mentioned and _asks(text):
         # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
         # the topic named by its title is the one asked about.
         titled = [t for t in mentioned if _contains(text, t.title)]
-        return [], (titled or mentioned)[0]
+        return [], (titled or mentioned)[0], ()
+    if teaching.intent == "skip":
+        return [_block("paragraph", "No problem. We can come back to it later.")], None, ()
     if mentioned:
         titles = ", ".join(f"**{t.title}**" for t in mentioned)
-        return [_block("paragraph", f"Thank you for sharing that. It connects to {titles}.")], None
+        return [_block("paragraph", f"Thank you for sharing that. It connects to {titles}.")], None, ()
     if _asks(text, questions_only=True):
         return [_block("paragraph", "I don't have a prepared answer to that question. Ask about any "
-                                    "topic of this module by name, or let's carry on.")], None
-    if not _navigates(text):
-        return [_block("paragraph", "Thank you for sharing that.")], None
-    return [], None
+                                    "topic of this module by name, or let's carry on.")], None, ()
+    if not _navigates(text) and teaching.intent not in ("retry", "summary", "navigate"):
+        return [_block("paragraph", "Thank you for sharing that.")], None, ()
+    return [], None, ()
 
 
-def _next_step(module: Module, topic: Topic | None, done: set[str]) -> dict[str, Any]:
+def _answer_from(module: Module, passages: tuple[PassageData, ...]) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
+    """The best passage, and a second that scores nearly as well, quoted with their topic
+    and source."""
+    best = passages[0].score or 1.0
+    chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
+    blocks = [_block("paragraph", "Here is what this module's material says about that:")]
+    topics: list[str] = []
+    for passage in chosen:
+        topic = module.topic(passage.topic_id) if passage.topic_id else None
+        blocks.append(_block("quote", passage.text.strip()))
+        where = f"From *{passage.source_title}*" + (f", “{passage.section_title}”" if passage.section_title != passage.source_title
+                                                    and passage.section_id != (topic.id if topic else None) else "")
+        if topic is not None:
+            where += f", part of the topic **{topic.title}**."
+            topics.append(topic.id)
+        blocks.append(_block("paragraph", where))
+    return blocks, None, tuple(dict.fromkeys(topics))
+
+
+def _check_intro(ctx: TurnContext, ask: CheckData) -> list[dict[str, Any]]:
+    judged = ctx.teaching.judged
+    if judged is not None and judged.check_id == ask.check_id:
+        text = ("You can try again below, or carry on." if judged.score is None else
+                "Have another go below when you're ready, or skip it for now: we can come back to it later.")
+    elif ask.again and ctx.teaching.intent == "question":
+        text = f"When you're ready, the question about **{ask.topic_title}** is still below."
+    elif ask.again and ctx.teaching.intent == "retry":
+        text = f"Of course. Here is the question about **{ask.topic_title}** again."
+    elif ask.review:
+        text = (f"You've seen every topic. To complete the module, let's come back to **{ask.topic_title}**: "
+                "answer the question below in your own words.")
+    else:
+        text = (f"Before we move on, let's check what stayed with you from **{ask.topic_title}**. "
+                "Answer the question below in your own words; a sentence or two is plenty.")
+    return [_block("paragraph", text)]
+
+
+def _next_step(ctx: TurnContext, topic: Topic | None, quoted: tuple[str, ...], done: ProgressState) -> dict[str, Any]:
     """Quick replies: the topic's own, then one that moves on. Navigation replies must not
     count as evidence for topics nobody taught yet, or the walk would skip them."""
+    module, ask = ctx.module, ctx.teaching.ask
+    seen = set(done.covered)
+    later = next((t for t in module.topics if t.id not in seen), None)
+    if ask is not None:
+        suggestions = [SKIP_REPLY] + ([SUMMARY_REPLY] if ask.review else [])
+        return {"prompt": "Type your answer below or in the message box.", "suggestions": suggestions, "can_skip": True}
+    if quoted:
+        first = module.topic(quoted[0])
+        suggestions = [f"Tell me more about {first.title}"] if first is not None else []
+        return {"prompt": "Ask another question, or let's go on.", "suggestions": [*suggestions, "Continue"],
+                "can_skip": True}
     suggestions = list(topic.suggestions) if topic is not None else []
-    later = next((t for t in module.topics if t.id not in done), None)
-    if later is not None:
-        suggestions.append(_navigation(module, f"Next: {later.title}", done | {later.id}))
+    open_check = topic is not None and bool(topic.checks) and topic.id not in set(done.mastered)
+    if open_check:
+        suggestions.append("Continue")  # next comes the topic's check
+    elif later is not None:
+        suggestions.append(_navigation(module, f"Next: {later.title}", seen | {later.id}))
     elif topic is not None:
-        suggestions.append(_navigation(module, "Show me a summary", done))
+        suggestions.append(_navigation(module, SUMMARY_REPLY, seen))
     else:
         suggestions += [f"Review: {t.title}" for t in module.topics[:3]]
     if topic is not None:
@@ -160,52 +241,6 @@ def _next_step(module: Module, topic: Topic | None, done: set[str]) -> dict[str,
     else:
         prompt = "Ask about any topic to review it, or tell me what stayed with you."
     return {"prompt": prompt, "suggestions": list(dict.fromkeys(suggestions)), "can_skip": True}
-
-
-def markdown_blocks(markdown: str) -> list[TextBlock]:
-    """Authored markdown -> text blocks: '#' lines become headings, runs of list items a
-    list, '> ' lines a quote, a paragraph starting '!!! tip' (info/warning/success) that
-    callout, anything else a paragraph. Blank lines separate paragraphs."""
-    blocks: list[TextBlock] = []
-    lines = markdown.strip("\n").splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        if heading := _HEADING.match(line.strip()):
-            blocks.append(TextBlock(type="heading", content=heading.group(2), level=len(heading.group(1))))
-            i += 1
-            continue
-        j = i + 1
-        if callout := _CALLOUT.match(line):
-            while j < len(lines) and lines[j].strip():
-                j += 1
-            body = "\n".join([callout.group(2), *(ln.strip() for ln in lines[i + 1 : j])]).strip()
-            if body:
-                blocks.append(TextBlock(type=callout.group(1).lower(), content=body))
-        elif _LIST_ITEM.match(line):
-            while j < len(lines) and (_LIST_ITEM.match(lines[j]) or lines[j][:1] in (" ", "\t")) and lines[j].strip():
-                j += 1
-            blocks.append(TextBlock(type="list", content="\n".join(lines[i:j]).strip()))
-        elif line.lstrip().startswith(">"):
-            while j < len(lines) and lines[j].lstrip().startswith(">"):
-                j += 1
-            quoted = "\n".join(re.sub(r"^\s*>\s?", "", ln) for ln in lines[i:j]).strip()
-            if quoted:
-                blocks.append(TextBlock(type="quote", content=quoted))
-        else:
-            while j < len(lines) and lines[j].strip() and not _starts_block(lines[j]):
-                j += 1
-            blocks.append(TextBlock(type="paragraph", content="\n".join(lines[i:j]).strip()))
-        i = j
-    return blocks
-
-
-def _starts_block(line: str) -> bool:
-    return bool(_HEADING.match(line.strip()) or _CALLOUT.match(line) or _LIST_ITEM.match(line)
-                or line.lstrip().startswith(">"))
 
 
 def _block(kind: str, text: str, level: int | None = None) -> dict[str, Any]:
@@ -235,9 +270,12 @@ def _contains(text: str, phrase: str) -> bool:
 
 def _greeting(module: Module, state: ProgressState) -> list[dict[str, Any]]:
     total = len(module.topic_ids)
-    done = len(set(state.covered) & set(module.topic_ids))
+    done = coverage_count(module, state)
     if done:
         opening = f"Welcome back! You've covered {done} of {total} topics so far."
+        checked = sum(1 for t in module.topics if t.checks)
+        if checked:
+            opening += f" You've mastered {len(mastered_ids(module, state))} of the {checked} topics with checks."
     else:
         opening = (f"Welcome! We'll go through {total} topics in {len(module.sections)} sections, one step at a time. "
                    "You can type a question or your own thoughts whenever you like; forms are always optional.")
@@ -277,23 +315,33 @@ def _answer_lines(form: Form, answers: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _celebrate(module: Module, milestone: str, done: int) -> list[dict[str, Any]]:
+def _celebrate(module: Module, milestone: str, state: ProgressState) -> list[dict[str, Any]]:
     total = len(module.topic_ids)
+    checked = sum(1 for t in module.topics if t.checks)
     if milestone == "100%":
-        text = f"You've covered **all {total} topics** of *{module.title}*. Well done!"
+        text = f"You've completed *{module.title}*: all {total} topics"
+        text += ", with every check mastered. Well done!" if checked else " covered. Well done!"
     else:
-        text = f"You've reached **{milestone}**: {done} of {total} topics of *{module.title}* covered."
+        text = f"You've reached **{milestone}** of *{module.title}*: {coverage_count(module, state)} of {total} topics covered"
+        text += f", {len(mastered_ids(module, state))} of {checked} mastered." if checked else "."
     return [_block("heading", f"🎉 {milestone} complete", 2), _block("success", text)]
 
 
-def _summary(module: Module) -> list[dict[str, Any]]:
+def _summary(module: Module, state: ProgressState) -> list[dict[str, Any]]:
     items = [f"- **{s.title}**: {', '.join(t.title for t in s.topics)}" for s in module.sections]
-    return [
+    blocks = [
         _block("heading", f"Summary: {module.title}", 2),
-        _block("paragraph", f"You've covered all {len(module.topic_ids)} topics. Here is what we went through:"),
+        _block("paragraph", f"You've covered all {len(module.topic_ids)} topics. Here is what we went through:"
+               if next_topic(module, state) is None else
+               f"You've covered {coverage_count(module, state)} of {len(module.topic_ids)} topics. Here is the whole module:"),
         _block("list", "\n".join(items)),
-        _block("tip", "Ask about any topic to go over it again."),
     ]
+    waiting = [t.title for t in module.topics if t.checks and t.id not in set(state.mastered)]
+    if waiting and not is_complete(module, state):
+        blocks.append(_block("info", "To complete the module, answer the checks on: " + ", ".join(waiting)
+                             + ". Say *Continue* when you're ready."))
+    blocks.append(_block("tip", "Ask about any topic to go over it again."))
+    return blocks
 
 
 def _navigation(module: Module, text: str, allowed: set[str]) -> str:
@@ -303,3 +351,4 @@ def _navigation(module: Module, text: str, allowed: set[str]) -> str:
 
 def _dump(reply: dict[str, Any]) -> str:
     return json.dumps(reply, ensure_ascii=False)
+

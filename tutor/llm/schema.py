@@ -23,11 +23,13 @@ What the bounded schema adds to `strict_schema()`:
 
 - `maxItems` per array role: blocks (content.text_blocks), forms, fields (a form's
   fields), options (a field's options), media, suggestions, topics (progress.covered_topics
-  and progress.newly_covered);
+  and progress.newly_covered), citations (content.citations: none below "medium", whose
+  single quote costs a learner about 80 characters per block at the default limit);
 - `maxLength` per string role: block (a text block's content), id (form and field ids,
   option values), label (titles, labels, placeholders, submit labels, alt text, module
   phase and section), note (descriptions, help text, captions, next_step.prompt), url
-  (media src), suggestion, topic. Enum strings need none;
+  (media src), suggestion, topic, quote (a citation's quote; its source id is an id, its
+  location a label). Enum strings need none;
 - every number becomes a bounded integer: `level` 1-6 and `percentage` 0-100 (the
   contract's own ranges), counts 0-999, a field's min/max -99999..99999. A free number may
   take 52 characters in llama.cpp's grammar (sign, 16 digits, point, 16 digits, exponent);
@@ -57,34 +59,35 @@ reads), up to 1500 characters. Tiers add forms late: in the worst case one field
 its options, keys and nullable extras (placeholder, help text, min, max) costs 255-775
 tokens, so a model limited to 400-600 tokens is offered text and suggestions only.
 
-                     maxItems                  |        maxLength (characters)        |  worst
-    tier   blocks      forms media sugg topics | block  id label note  url sugg topic | tokens
-    text        2          -     0    2      2 |   100  16    24   48   60   32    24 |    382
-    short       3          -     0    3      4 |   160  24    40   80  100   40    32 |    598
-    form        3  1 x 1 x 4     0    3      6 |   140  24    40   80  100   40    32 |    981
-    medium      4  1 x 2 x 5     1    3      8 |   240  32    60  110  160   48    40 |   1928
-    seed        5  1 x 3 x 7     1    4     16 |   300  40    64  120  240   64    48 |   3261
-    large       6  2 x 4 x 8     2    4     20 |   400  40    80  160  300   80    64 |   7712
-    full        8  2 x 5 x 8     3    4     24 |   800  40   120  300  500  100    80 |  13344
+                     maxItems                        |           maxLength (characters)           |  worst
+    tier   blocks      forms media sugg topics cites | block  id label note  url sugg topic quote | tokens
+    text        2          -     0    2      2     0 |   100  16    24   48   60   32    24    60 |    390
+    short       3          -     0    3      4     0 |   153  24    40   80  100   40    32    80 |    599
+    form        3  1 x 1 x 4     0    3      6     0 |   140  24    40   80  100   40    32   100 |    988
+    medium      4  1 x 2 x 5     1    3      8     1 |   220  32    60  110  160   48    40   160 |   2010
+    seed        5  1 x 3 x 7     1    4     16     2 |   300  40    64  120  240   64    48   240 |   3534
+    large       6  2 x 4 x 8     2    4     20     3 |   400  40    80  160  300   80    64   260 |   8156
+    full        8  2 x 5 x 8     3    4     24     3 |   800  40   120  300  500  100    80   400 |  13968
 
-(forms: forms x fields per form x options per field; sugg: suggestions.)
+(forms: forms x fields per form x options per field; sugg: suggestions; cites: citations.)
 
-So, for example: max_tokens 400 -> "text", 2 blocks of 127 characters; 600 -> "short",
-3 blocks of 162; 1024 -> "form", 3 of 183; 2048 (the default) -> "medium", 4 of 330;
-4096 -> "seed" (all four seed 002 examples fit), 5 of 801; 8192 -> "large", 6 of 640.
+So, for example: max_tokens 400 -> "text", 2 blocks of 116 characters; 600 -> "short",
+3 blocks of 154; 1024 -> "form", 3 of 176; 2048 (the default) -> "medium", 4 of 248 and
+one citation; 4096 -> "seed" (all four seed 002 examples fit), 5 of 637; 8192 -> "large",
+6 of 418.
 Worked through for "text" at 100 characters: text_blocks (200 text, 106 structure: 109
 tokens), next_step (a 48-character prompt and two 32-character suggestions: 61),
 progress (two lists of two 24-character topics, a 3-digit percentage and count, a
 milestone: 84), module_state (two 24-character labels, two counts: 57), forms and media
-(null: 2 each), response_type and emotion (12), the keys and braces around them (56);
-in all 456 text, 544 structure and 12 digit characters: 381.6 tokens, so 382. Each
-character more in a block adds 2/3 of a token (two blocks, 3 characters per token): at
-400 tokens, blocks of 127.
+(null: 2 each), citations (null: 8), response_type and emotion (12), the keys and braces
+around them (56); in all 456 text, 563 structure and 12 digit characters: 389.2 tokens,
+so 390. Each character more in a block adds 2/3 of a token (two blocks, 3 characters per
+token): at 400 tokens, blocks of 116.
 
 llama.cpp expands `maxLength` and `maxItems` into that many grammar rules and silently
 drops a repetition bound above 2000 (MAX_REPETITION_THRESHOLD in src/llama-grammar.cpp),
 so no bound here exceeds 2000. Below the smallest tier's worst case no document with all
-the required keys fits; such limits get "text" with 40-character blocks (342 tokens).
+the required keys fits; such limits get "text" with 40-character blocks (350 tokens).
 """
 
 from __future__ import annotations
@@ -293,6 +296,7 @@ class Bounds:
     media: int
     suggestions: int
     topics: int
+    citations: int
     # maxLength, in characters
     block: int
     id: int
@@ -301,6 +305,7 @@ class Bounds:
     url: int
     suggestion: int
     topic: int
+    quote: int
 
     def limits(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
@@ -311,14 +316,14 @@ def _tier(name: str, items: tuple[int, ...], chars: tuple[int, ...]) -> Bounds:
 
 
 TIERS: tuple[Bounds, ...] = (
-    #                blocks forms fields options media sugg topics   block id label note url sugg topic
-    _tier("text",   (2, 0, 0, 0, 0, 2, 2),  (100, 16, 24, 48, 60, 32, 24)),
-    _tier("short",  (3, 0, 0, 0, 0, 3, 4),  (160, 24, 40, 80, 100, 40, 32)),
-    _tier("form",   (3, 1, 1, 4, 0, 3, 6),  (140, 24, 40, 80, 100, 40, 32)),
-    _tier("medium", (4, 1, 2, 5, 1, 3, 8),  (240, 32, 60, 110, 160, 48, 40)),
-    _tier("seed",   (5, 1, 3, 7, 1, 4, 16), (300, 40, 64, 120, 240, 64, 48)),
-    _tier("large",  (6, 2, 4, 8, 2, 4, 20), (400, 40, 80, 160, 300, 80, 64)),
-    _tier("full",   (8, 2, 5, 8, 3, 4, 24), (800, 40, 120, 300, 500, 100, 80)),
+    #                blocks forms fields options media sugg topics cites  block id label note url sugg topic quote
+    _tier("text",   (2, 0, 0, 0, 0, 2, 2, 0),  (100, 16, 24, 48, 60, 32, 24, 60)),
+    _tier("short",  (3, 0, 0, 0, 0, 3, 4, 0),  (153, 24, 40, 80, 100, 40, 32, 80)),
+    _tier("form",   (3, 1, 1, 4, 0, 3, 6, 0),  (140, 24, 40, 80, 100, 40, 32, 100)),
+    _tier("medium", (4, 1, 2, 5, 1, 3, 8, 1),  (220, 32, 60, 110, 160, 48, 40, 160)),
+    _tier("seed",   (5, 1, 3, 7, 1, 4, 16, 2), (300, 40, 64, 120, 240, 64, 48, 240)),
+    _tier("large",  (6, 2, 4, 8, 2, 4, 20, 3), (400, 40, 80, 160, 300, 80, 64, 260)),
+    _tier("full",   (8, 2, 5, 8, 3, 4, 24, 3), (800, 40, 120, 300, 500, 100, 80, 400)),
 )
 
 # Which bound applies where: the name of the property a string or array sits in (array
@@ -327,6 +332,7 @@ TIERS: tuple[Bounds, ...] = (
 _ARRAY_ROLES = {
     "text_blocks": "blocks", "forms": "forms", "fields": "fields", "options": "options", "media": "media",
     "suggestions": "suggestions", "covered_topics": "topics", "newly_covered": "topics",
+    "citations": "citations",
 }
 _STRING_ROLES = {
     "content": "block",
@@ -337,6 +343,7 @@ _STRING_ROLES = {
     "src": "url",
     "suggestions": "suggestion",
     "covered_topics": "topic", "newly_covered": "topic",
+    "source_id": "id", "location": "label", "quote": "quote",
 }
 # Numbers are sent as integers in these ranges; level and percentage are the contract's own.
 _INTEGER_RANGES = {
@@ -416,8 +423,8 @@ def tier_table() -> list[str]:
     for t in TIERS:
         form = f"{t.forms} x {t.fields} x {t.options}" if t.forms else "-"
         rows.append(
-            f"{t.name:<7}{t.blocks:>6} {form:>10} {t.media:>5} {t.suggestions:>4} {t.topics:>6} |"
-            f"{t.block:>6} {t.id:>3} {t.label:>5} {t.note:>4} {t.url:>4} {t.suggestion:>4} {t.topic:>5} |"
+            f"{t.name:<7}{t.blocks:>6} {form:>10} {t.media:>5} {t.suggestions:>4} {t.topics:>6} {t.citations:>5} |"
+            f"{t.block:>6} {t.id:>3} {t.label:>5} {t.note:>4} {t.url:>4} {t.suggestion:>4} {t.topic:>5} {t.quote:>5} |"
             f" {worst_case_tokens(apply_bounds(t)):>6}"
         )
     return rows

@@ -1,5 +1,7 @@
 """Teaching: checks of understanding (the JUDGE contract and the built-in judge), retrieval
-over a module's sources, and verification of quoted citations.
+over a module's sources, and verification of quoted citations. Also, for a turn (used by
+tutor.teaching): what a learner's message is (`intent`), the check's form and the score's
+callout (`feedback`), and the judge as a model call (`judge_call`).
 
 The module format for checks and sources lives in `tutor.material`; this package builds on
 it and never imports `tutor.modules` at run time.

@@ -1,9 +1,9 @@
 """Citations and quote verification (seed 001: verbatim, checked after the fact).
 
-A citation names a source and quotes it. The server keeps a quote only if it occurs
-verbatim inside ONE section of that source, comparing text with whitespace runs collapsed,
-case folded, markdown emphasis marks (* _ `) ignored and typographic quotes read as plain
-ones. Nothing else is forgiven: a changed word, a paraphrase, or a quote stitched across two
+A citation (`tutor.contract.Citation`, optional in replies) names a source and quotes it.
+The server keeps a quote only if it occurs verbatim inside ONE section of that source,
+comparing text with whitespace runs collapsed, case folded, markdown emphasis marks (* _ `)
+ignored and typographic quotes read as plain ones. Nothing else is forgiven: a changed word, a paraphrase, or a quote stitched across two
 sections does not verify. The verified quote carries the exact original span, so what the
 learner sees is the author's text, not the model's copy of it.
 
@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from tutor.contract.models import Citation
 from tutor.material import MODULE_SOURCE_ID, Source, SourceSection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,6 +32,7 @@ __all__ = [
     "VerifiedQuote",
     "module_sources",
     "normalize_quote",
+    "section_topic",
     "verify_quote",
 ]
 
@@ -41,16 +41,6 @@ MAX_QUOTE_CHARS = 1500  # a citation quotes; it does not copy a section
 _IGNORED = frozenset("*_`")
 _TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
 _WORDISH = re.compile(r"[^\W_]+")
-
-
-class Citation(BaseModel):
-    """A reply's claim that a source says something (optional in replies)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source_id: str = Field(min_length=1, max_length=200, description="a source id from the passages' headers")
-    quote: str = Field(min_length=1, max_length=4000, description="verbatim text from that source")
-    location: str | None = Field(default=None, max_length=300, description="the section's id or title")
 
 
 @dataclass(frozen=True)
@@ -74,6 +64,24 @@ def module_sources(module: Module) -> dict[str, Source]:
     text = "\n\n".join(s.text for s in sections)
     sources[MODULE_SOURCE_ID] = Source(MODULE_SOURCE_ID, module.title, "", text, sections)
     return sources
+
+
+def section_topic(module: Module, source_id: str, section_id: str) -> str | None:
+    """The topic a source section backs: for ``module``, the section is the topic; else the
+    first topic, in the author's order, that points at the section (or the whole source)."""
+    if source_id == MODULE_SOURCE_ID:
+        return section_id if module.topic(section_id) is not None else None
+    whole = None
+    for topic in module.topics:
+        for ref in topic.sources:
+            ref_source, _, ref_section = ref.partition("#")
+            if ref_source != source_id:
+                continue
+            if ref_section == section_id:
+                return topic.id
+            if not ref_section and whole is None:
+                whole = topic.id
+    return whole
 
 
 def normalize_quote(text: str) -> str:

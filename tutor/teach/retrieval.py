@@ -157,6 +157,7 @@ class Index:
         self.passages = tuple(passages)
         self._topics = list(cards)
         self._vocab = {t for doc in documents for t in doc} | {t for card in cards.values() for t in card}
+        self._card_words = {t for card in cards.values() for t in card if "_" not in t}
         self._bm25 = bm25s.BM25()
         self._topic_bm25 = bm25s.BM25()
         if self.passages:
@@ -232,6 +233,17 @@ class Index:
         return out
 
 
-def retrieve(module: Module, question: str, k: int = 3) -> list[Passage]:
-    """The module's `k` passages that best answer `question` (the index is built once)."""
-    return Index.build(module).search(question, k)
+    def on_topic(self, query: str) -> bool:
+        """Whether `query` shares a word with some topic's card (title, keywords, aliases,
+        check questions and key points). Off-topic questions ("Can you say that again?",
+        "What's the capital of France?") match stray words of some passage; they get none."""
+        return any(t in self._card_words for t in tokens(query[:2000]) if "_" not in t)
+
+
+def retrieve(module: Module, question: str, k: int = 3, *, on_topic_only: bool = False) -> list[Passage]:
+    """The module's `k` passages that best answer `question` (the index is built once);
+    with `on_topic_only`, none for a question that shares no word with any topic's card."""
+    index = Index.build(module)
+    if on_topic_only and not index.on_topic(question):
+        return []
+    return index.search(question, k)

@@ -1,0 +1,265 @@
+"""Teaching in whole turns: checks asked, answers judged before the reply (the built-in
+judge, or a model through the JUDGE contract), mastery stored and shown, passages in the
+prompt, quotes verified. Real SQLite with migrations; a loopback OpenAI-compatible server
+stands in for the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from tests.fakes.servers import FakeLLMServer, settings_for
+from tests.fakes.wire import openai_reply, tutor_reply
+from tutor.engine import Engine
+from tutor.llm.base import LearnerInput
+from tutor.llm.config import LLMSettings
+from tutor.llm.factory import make_provider
+from tutor.modules import load_library
+from tutor.store import AuditEvent, CheckAttempt, Message, Store
+
+MODULE = "understanding_anxiety"
+LIBRARY = load_library()
+SAMPLE = LIBRARY.get(MODULE)
+NUTSHELL = SAMPLE.find_check("anxiety_in_a_nutshell")[1]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
+    s.migrate()
+    yield s
+    s.dispose()
+
+
+@pytest.fixture
+def engine(store: Store) -> Engine:
+    settings = LLMSettings()
+    return Engine(store, make_provider(settings), LIBRARY, settings)
+
+
+def model_engine(store: Store, server: FakeLLMServer, **overrides) -> Engine:
+    settings = settings_for(server, **overrides)
+    return Engine(store, make_provider(settings), LIBRARY, settings)
+
+
+def content(result) -> dict:
+    return result.reply.response["content"]
+
+
+def texts(result) -> str:
+    return "\n".join(b["content"] for b in content(result)["text_blocks"])
+
+
+def form_ids(result) -> list[str]:
+    return [f["id"] for f in content(result).get("forms") or []]
+
+
+def attempts(store: Store) -> list[CheckAttempt]:
+    with store.session() as s:
+        return list(s.exec(select(CheckAttempt).order_by(CheckAttempt.id)))
+
+
+# --- with the built-in tutor and judge -------------------------------------------------------------
+
+
+def test_a_check_follows_the_lesson_and_a_good_answer_is_scored_kindly_and_mastered(engine, store):
+    conv = run(engine.open("ann", MODULE))
+    asked = run(engine.send(conv.id, LearnerInput(text="Continue")))
+    assert form_ids(asked) == ["check-anxiety_in_a_nutshell"]
+    [form] = content(asked)["forms"]
+    assert form["fields"] == [{"id": "answer", "type": "textarea", "label": NUTSHELL.question, "required": True,
+                               "placeholder": "Your answer, in your own words"}]
+    assert asked.progress.mastered == [] and asked.progress.covered == ["anxiety_defined"]
+
+    judged = run(engine.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))
+    first = content(judged)["text_blocks"][0]
+    assert first["type"] == "success" and first["content"].startswith("**You scored 10/10 on *What anxiety is*: mastered.**")
+    assert judged.progress.mastered == ["anxiety_defined"]
+    assert "anxiety_vs_fear" in judged.progress.covered  # and the lesson moves on
+    [row] = attempts(store)
+    assert (row.check_id, row.topic_id, row.score, row.source) == ("anxiety_in_a_nutshell", "anxiety_defined", 10, "builtin")
+    assert row.message_id == judged.learner.id and row.reply_id == judged.reply.id
+    assert set(json.loads(row.criteria_json)) == set(NUTSHELL.rubric.names)
+    reopened = run(engine.open("ann", MODULE))
+    assert reopened.progress.mastered == ["anxiety_defined"]  # read back from the judged attempts
+    assert engine.progress_for("ann", MODULE).mastered == ["anxiety_defined"]
+
+
+def test_a_weak_answer_keeps_the_check_open_and_a_second_try_can_master_it(engine, store):
+    conv = run(engine.open("bo", MODULE))
+    run(engine.send(conv.id, LearnerInput(text="Continue")))
+    weak = run(engine.send(conv.id, LearnerInput(form_id="check-anxiety_in_a_nutshell",
+                                                 answers={"answer": "It is a feeling."})))
+    first = content(weak)["text_blocks"][0]
+    assert first["type"] == "tip" and first["content"].startswith("**You scored ")
+    assert "(7 or more masters it)" in first["content"] and "another go" in first["content"]
+    assert form_ids(weak) == ["check-anxiety_in_a_nutshell"]  # the same check, to try again
+    assert content(weak)["forms"][0]["title"] == "Try again"
+    assert weak.progress.mastered == []
+    good = run(engine.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))  # typed, right after it
+    assert good.progress.mastered == ["anxiety_defined"]
+    assert [a.score for a in attempts(store)][1] == 10 and attempts(store)[0].score < NUTSHELL.threshold
+
+
+def test_moving_on_skips_the_check_and_it_comes_back_once_everything_is_seen(engine):
+    conv = run(engine.open("cy", MODULE))
+    run(engine.send(conv.id, LearnerInput(text="Continue")))
+    skipped = run(engine.send(conv.id, LearnerInput(text="Skip this check")))
+    assert "check-anxiety_in_a_nutshell" not in form_ids(skipped)
+    assert skipped.progress.covered == ["anxiety_defined", "anxiety_vs_fear"]
+
+
+def test_a_question_is_answered_from_the_material_with_its_topic_and_source(engine):
+    conv = run(engine.open("di", MODULE))
+    result = run(engine.send(conv.id, LearnerInput(text="Why does my heart race?")))
+    blocks = content(result)["text_blocks"]
+    assert "I don't have a prepared answer" not in texts(result)
+    assert "quote" in [b["type"] for b in blocks]
+    assert "part of the topic **The physical level**" in texts(result)
+    assert "physical_level" in result.progress.covered  # the learner engaged with it over a turn
+
+
+def test_the_reflection_form_follows_the_answer_to_its_level(engine):
+    conv = run(engine.open("ed", MODULE))
+    run(engine.send(conv.id, LearnerInput(text="Tell me about Body, mind and behaviour")))
+    result = run(engine.send(conv.id, LearnerInput(form_id="anxiety_levels_check", answers={"primary_level": "mental"})))
+    headings = [b["content"] for b in content(result)["text_blocks"] if b["type"] == "heading"]
+    assert headings[0] == "The mental level"
+    assert "physical_level" not in result.progress.covered
+
+
+def test_listing_every_topic_title_in_one_message_sees_none_of_them(engine):
+    conv = run(engine.open("fay", MODULE))
+    titles = "I know about " + ", ".join(t.title for t in SAMPLE.topics)
+    result = run(engine.send(conv.id, LearnerInput(text=titles)))
+    assert result.progress.covered == ["anxiety_defined"]  # what the tutor taught; the titles count for nothing
+    assert result.progress.percentage == 2.0 and not result.progress.complete
+
+
+def test_start_over_resets_mastery_and_keeps_the_judged_history(engine, store):
+    conv = run(engine.open("gus", MODULE))
+    run(engine.send(conv.id, LearnerInput(text="Continue")))
+    run(engine.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))
+    fresh = run(engine.open("gus", MODULE, new=True))
+    assert fresh.progress.mastered == [] and fresh.progress.covered == ["anxiety_defined"]
+    assert len(attempts(store)) == 1  # the record of what was judged stays
+
+
+def test_a_safety_reply_leaves_mastery_as_it_was(engine):
+    conv = run(engine.open("hal", MODULE))
+    run(engine.send(conv.id, LearnerInput(text="Continue")))
+    run(engine.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))
+    result = run(engine.send(conv.id, LearnerInput(text="I want to kill myself")))
+    assert any(f.startswith("risk:") for f in result.reply.flags)
+    assert result.progress.mastered == ["anxiety_defined"]
+
+
+# --- with a model: the judge contract, passages in the prompt, verified quotes ----------------------
+
+SHOWS_FIRST_TOPIC = tutor_reply("What anxiety is: feeling worried about what might go wrong.",
+                                progress={"covered_topics": ["anxiety_defined"]})
+
+
+def _judge(score: int, **extra_criteria: float) -> dict:
+    criteria = {name: float(score) for name in NUTSHELL.rubric.names}
+    return {"score": score, "feedback": "You explained it well. To complete it, think about when it helps.",
+            "criteriaScores": {**criteria, **extra_criteria}}
+
+
+def _to_the_check(server: FakeLLMServer, store: Store, learner: str, **overrides):
+    eng = model_engine(store, server, **overrides)
+    server.script(openai_reply(json.dumps(SHOWS_FIRST_TOPIC)), openai_reply(json.dumps(tutor_reply("A quick check."))))
+    conv = run(eng.open(learner, MODULE))
+    asked = run(eng.send(conv.id, LearnerInput(text="ok")))
+    assert form_ids(asked) == ["check-anxiety_in_a_nutshell"]
+    return eng, conv
+
+
+def test_a_model_judges_the_answer_before_the_reply_and_the_reply_follows_it(store):
+    with FakeLLMServer("openai") as server:
+        eng, conv = _to_the_check(server, store, "ida", strategy="json_schema")
+        before = len(server.requests)
+        server.script(openai_reply(json.dumps(_judge(8))), openai_reply(json.dumps(tutor_reply("Lovely, let's go on."))))
+        result = run(eng.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))
+        judge_request, tutor_request = server.requests[before:]
+    fmt = judge_request.json["response_format"]
+    assert fmt["json_schema"]["name"] == "judge"
+    assert fmt["json_schema"]["schema"]["properties"]["criteriaScores"]["required"] == list(NUTSHELL.rubric.names)
+    assert "LEARNER_ANSWER" in judge_request.json["messages"][1]["content"]
+    system = tutor_request.json["messages"][0]["content"]
+    assert "The app's judge scored it 8/10: mastered" in system and "Do not repeat the score" in system
+    blocks = content(result)["text_blocks"]
+    assert blocks[0]["type"] == "success" and blocks[0]["content"].startswith("**You scored 8/10")
+    assert blocks[1]["content"] == "Lovely, let's go on."  # the model's reply follows the server's feedback
+    assert result.progress.mastered == ["anxiety_defined"]
+    [row] = attempts(store)
+    assert (row.score, row.source) == (8, "model")
+    with store.session() as s:
+        kinds = [json.loads(a.detail_json).get("kind") for a in s.exec(select(AuditEvent))]
+    assert "judge" in kinds
+
+
+def test_a_judge_that_fails_twice_leaves_the_answer_unscored_and_flagged(store):
+    with FakeLLMServer("openai") as server:
+        eng, conv = _to_the_check(server, store, "jo")
+        before = len(server.requests)
+        server.script(openai_reply("I think it deserves an 8."), openai_reply('{"feedback": "good"}'),
+                      openai_reply(json.dumps(tutor_reply("Thanks for that."))))
+        result = run(eng.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))
+        judge_1, judge_2, _tutor = server.requests[before:]
+    assert judge_1.json["temperature"] == 0.7 and judge_2.json["temperature"] == 0.0
+    assert {"judge_failed", "needs_review"} <= set(result.reply.flags)
+    first = content(result)["text_blocks"][0]
+    assert first["type"] == "info" and "couldn't score it" in first["content"] and "/10" not in first["content"]
+    assert result.progress.mastered == []
+    [row] = attempts(store)
+    assert row.score is None and row.source == "model"
+    assert form_ids(result) == ["check-anxiety_in_a_nutshell"]  # it may be tried again
+
+
+def test_unknown_criterion_names_from_the_judge_are_dropped(store):
+    with FakeLLMServer("openai") as server:
+        eng, conv = _to_the_check(server, store, "kai")
+        server.script(openai_reply(json.dumps(_judge(9, eloquence=10, grammar=2))),
+                      openai_reply(json.dumps(tutor_reply("Well done."))))
+        result = run(eng.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))
+    [row] = attempts(store)
+    assert set(json.loads(row.criteria_json)) == set(NUTSHELL.rubric.names)
+    assert result.progress.mastered == ["anxiety_defined"]
+    with store.session() as s:
+        flags = [json.loads(a.flags_json) for a in s.exec(select(AuditEvent))]
+    assert ["unknown_criteria_dropped"] in flags
+
+
+def test_passages_travel_in_the_prompt_and_only_verbatim_quotes_are_shown(store):
+    source = SAMPLE.loaded_sources["how_anxiety_works"]
+    section = next(s for s in source.sections if "racing heart" in s.text)
+    quote = next(line for line in section.text.splitlines() if "racing heart" in line).strip()
+    cited = tutor_reply("Your heart races because the alarm is getting you ready.")
+    cited["content"]["citations"] = [
+        {"source_id": "how_anxiety_works", "quote": quote, "location": section.title},
+        {"source_id": "how_anxiety_works", "quote": "Anxiety is caused by a lack of willpower and weak character."},
+    ]
+    with FakeLLMServer("openai") as server:
+        eng = model_engine(store, server)
+        server.script(openai_reply(json.dumps(tutor_reply("Welcome."))), openai_reply(json.dumps(cited)))
+        conv = run(eng.open("lu", MODULE))
+        result = run(eng.send(conv.id, LearnerInput(text="Why does my heart race?")))
+        system = server.requests[-1].json["messages"][0]["content"]
+    assert '[Source: "How the body\'s alarm system works" (id: how_anxiety_works), Section: "' in system
+    assert system.index("## This turn") < system.index("## Response contract")
+    assert "unverified_quote" in result.reply.flags
+    [shown] = content(result)["citations"]
+    assert shown["quote"] == quote and shown["location"] == f"How the body's alarm system works › {section.title}"
+    with store.session() as s:
+        raw = s.get(Message, result.reply.id).raw
+    assert "weak character" in raw  # the model's claim stays in the raw text

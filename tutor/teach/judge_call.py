@@ -1,0 +1,61 @@
+"""The judge as a model call: seed 004's JUDGE contract through seed 003's policy
+(tutor.llm.contract_call): attempt 1 at the configured temperature, attempt 2 at 0 with the
+answer shortened; no valid answer -> no score (the caller flags the turn judge_failed and
+needs_review). Unknown criterion names are dropped and logged (validate_judge) and named
+on the attempt's audit record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tutor.llm.base import Contract, Provider
+from tutor.llm.config import LLMSettings
+from tutor.llm.contract_call import call_contract
+from tutor.llm.policy import AttemptRecord
+from tutor.material import Check
+from tutor.teach.judge import JudgeResult, judge_messages, judge_schema, validate_judge
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.modules import Module
+
+__all__ = ["CONTRACT_NAME", "JudgeCall", "judge_with_model"]
+
+CONTRACT_NAME = "judge"
+MAX_TOKENS = 400
+DEADLINE_S = 30.0  # of the turn's deadline, at most this much goes to judging
+SHORTENED_CHARS = 1500  # attempt 2 reads at most this much of a long answer
+
+
+@dataclass
+class JudgeCall:
+    result: JudgeResult | None
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # criterion names the model made up
+    problem: str | None = None  # for the operator
+
+
+async def judge_with_model(
+    provider: Provider, settings: LLMSettings, module: Module | None, check: Check, answer: str
+) -> JudgeCall:
+    dropped: list[str] = []
+
+    def parse(raw: str) -> JudgeResult:
+        result, unknown, problem = validate_judge(raw, check)
+        if result is None:
+            raise ValueError(problem or "no usable judgement")
+        dropped.extend(n for n in unknown if n not in dropped)
+        return result
+
+    def messages(shortened: bool):
+        return judge_messages(check, answer[:SHORTENED_CHARS] if shortened else answer, module)
+
+    outcome = await call_contract(
+        provider, settings, Contract(CONTRACT_NAME, judge_schema(check)), messages, parse,
+        max_tokens=MAX_TOKENS, deadline_s=min(DEADLINE_S, settings.deadline_s),
+    )
+    if dropped:
+        for record in outcome.attempts:
+            if record.outcome == "valid":
+                record.flags = [*record.flags, "unknown_criteria_dropped"]
+    return JudgeCall(outcome.value, outcome.attempts, dropped, outcome.problem)

@@ -1,0 +1,382 @@
+"""Teaching in a turn: checks asked and judged, passages found, quotes verified, and the
+learner's progress (seen and mastered) decided on the server. The engine calls `prepare`
+before the tutor is asked and `finish` after, and stays a thin sequence of steps.
+
+Before the tutor speaks (`prepare`):
+
+1. what the learner's input is (tutor.teach.intent): an answer to the check the tutor asked
+   last (its form, or free text right after it), a question, a request to skip, retry or
+   move on, a module form, or something they shared;
+2. an answer is judged at once: with no model by the built-in rubric judge, with a model by
+   the JUDGE contract (tutor.teach.judge_call); a judge that fails leaves the answer unscored
+   (flags judge_failed, needs_review), never with an invented score;
+3. a question or a remark finds the module's best passages (tutor.teach.retrieve);
+4. which check to ask now (`plan_check`): the same one again after an answer below its
+   threshold (or a question asked while it was open); else the check of the most recently
+   seen topic not asked yet; once every topic is seen, the unmastered check asked longest
+   ago. None while the learner asks questions, skips, follows a form's `next_topic`, or
+   asks for a topic by name.
+
+After (`finish`): citations are verified (unverifiable ones dropped, flag unverified_quote)
+and shown with their source and section; the topics the reply showed are seen
+(tutor.progress.shown_topics); the score and feedback are put first in the reply and the
+check's form last, both the server's; `meta.progress` is the server's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlmodel import col, select
+
+from tutor import progress as progress_mod
+from tutor.contract import Citation, Form, ParsedReply, TextBlock, TutorResponse
+from tutor.conversations import PendingTurn
+from tutor.llm.base import CheckData, JudgedData, PassageData, Provider, TeachingContext
+from tutor.llm.config import LLMSettings
+from tutor.llm.policy import AttemptRecord
+from tutor.material import Check
+from tutor.modules import Module, Topic
+from tutor.progress import ProgressState, ProgressUpdate
+from tutor.store import CheckAttempt, Conversation, Learner, Message, Store
+from tutor.teach import judge_builtin, module_sources, retrieve, verify_quote
+from tutor.teach.builtin_judge import topic_material
+from tutor.teach.feedback import ANSWER_FIELD, check_form, check_id_of, failed_block, feedback_block
+from tutor.teach.intent import classify
+from tutor.teach.judge_call import judge_with_model
+from tutor.teach.quotes import section_topic
+from tutor.views import ProgressView
+
+__all__ = [
+    "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "plan_check", "prepare",
+    "progress_view", "with_mastery", "with_server_meta",
+]
+
+log = logging.getLogger(__name__)
+
+PASSAGES = 3  # passages that travel with a turn
+
+
+# --- what the database knows about checks ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckHistory:
+    """A conversation's checks: which the tutor asked (check id -> seq of the latest
+    message asking it), which it asked in the message the learner is answering, and every
+    judged score in order."""
+
+    asked: dict[str, int] = field(default_factory=dict)
+    last_asked: str | None = None
+    scored: tuple[tuple[str, int | None], ...] = ()
+
+    def best(self, check_id: str) -> int:
+        return max((s for c, s in self.scored if c == check_id and s is not None), default=-1)
+
+    def with_score(self, check_id: str, score: int | None) -> CheckHistory:
+        return replace(self, scored=(*self.scored, (check_id, score)))
+
+
+def read_history(store: Store, conversation_id: int, upto: int | None) -> CheckHistory:
+    with store.session() as s:
+        tutor_rows = s.exec(
+            select(Message.seq, Message.form_states_json)
+            .where(Message.conversation_id == conversation_id, Message.role == "tutor")
+            .order_by(col(Message.seq))
+        ).all()
+        scored = s.exec(
+            select(CheckAttempt.check_id, CheckAttempt.score)
+            .where(CheckAttempt.conversation_id == conversation_id).order_by(col(CheckAttempt.id))
+        ).all()
+    asked: dict[str, int] = {}
+    last: str | None = None
+    for seq, states in tutor_rows:
+        ids = [c for c in (check_id_of(f) for f in json.loads(states or "{}")) if c]
+        for check_id in ids:
+            asked[check_id] = seq
+        if upto is not None and seq < upto:
+            last = ids[-1] if ids else None
+    return CheckHistory(asked, last, tuple((c, s) for c, s in scored))
+
+
+def mastered_from(module: Module, scored: Iterable[tuple[str, int | None]]) -> tuple[str, ...]:
+    """Topics whose every check has a score at or above its threshold, in the order they
+    got there (checks an author has since removed do not count)."""
+    best: dict[str, int] = {}
+    order: list[str] = []
+    for check_id, score in scored:
+        found = module.find_check(check_id)
+        if score is None or found is None:
+            continue
+        best[check_id] = max(best.get(check_id, -1), score)
+        topic = found[0]
+        if topic.id not in order and all(best.get(c.id, -1) >= c.threshold for c in topic.checks):
+            order.append(topic.id)
+    return tuple(order)
+
+
+def with_mastery(store: Store, conversation_id: int, module: Module, state: ProgressState) -> ProgressState:
+    """`state` (as the progress record keeps it) with the topics mastered in this
+    conversation. Start over begins a new conversation: mastery starts again with it, and
+    the judged attempts of the old one stay on record."""
+    history = read_history(store, conversation_id, None)
+    return replace(state, mastered=mastered_from(module, history.scored))
+
+
+def learner_state(store: Store, learner_key: str, module: Module, state: ProgressState) -> ProgressState:
+    """`with_mastery` for the learner's active conversation in the module."""
+    with store.session() as s:
+        conv = s.exec(
+            select(Conversation.id).join(Learner, col(Learner.id) == Conversation.learner_id)
+            .where(Learner.key == learner_key, Conversation.module_id == module.id, Conversation.status == "active")
+            .order_by(col(Conversation.updated_at).desc())
+        ).first()
+    return state if conv is None else with_mastery(store, conv, module, state)
+
+
+# --- before the tutor speaks ----------------------------------------------------------------
+
+
+@dataclass
+class TurnPlan:
+    context: TeachingContext
+    state: ProgressState  # before the turn, mastery included
+    interim: ProgressState  # after the learner's evidence: what the tutor is told
+    seen: frozenset[str] = frozenset()  # evidence before the reply: form covers, the answered check's topic
+    mastered: tuple[str, ...] = ()  # after this turn's judgement
+    detected: frozenset[str] = frozenset()
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # CheckAttempt fields
+    feedback: TextBlock | None = None
+    ask_form: Form | None = None
+
+
+async def prepare(
+    store: Store, provider: Provider, settings: LLMSettings, module: Module, conversation_id: int,
+    pending: PendingTurn | None, progress: ProgressState, detected: frozenset[str],
+) -> TurnPlan:
+    history = await store.run(read_history, store, conversation_id, pending.learner.seq if pending else None)
+    state = replace(progress, mastered=mastered_from(module, history.scored))
+    if pending is None:
+        return TurnPlan(TeachingContext(intent="opening"), state, state, mastered=state.mastered)
+    learner = pending.learner_input
+    plan = TurnPlan(TeachingContext(), state, state, detected=detected)
+    answered: tuple[Topic, Check] | None = None
+    answer = ""
+    seen: set[str] = set()
+    goto = None
+    if learner.is_form:
+        check_id = check_id_of(learner.form_id)
+        answered = module.find_check(check_id) if check_id else None
+        intent = "answer" if answered else "form"
+        answer = str((learner.answers or {}).get(ANSWER_FIELD) or "")
+        seen |= progress_mod.form_covers(module, learner.form_id, learner.answers)
+        goto = _form_next_topic(module, learner.form_id, learner.answers or {})
+    else:
+        open_check = module.find_check(history.last_asked) if history.last_asked else None
+        intent = classify(learner.text, check_open=open_check is not None)
+        if intent == "answer":
+            answered, answer = open_check, learner.text or ""
+    judged = None
+    if answered is not None:
+        topic, check = answered
+        judged = await _judge(plan, provider, settings, module, pending, topic, check, answer)
+        history = history.with_score(check.id, judged.score)
+        seen.add(topic.id)  # answering a check is engaging with its topic
+    mastered = mastered_from(module, history.scored)
+    interim = progress_mod.apply_evidence(module, state, seen, mastered)
+    passages = ()
+    if intent in ("question", "other") and learner.text:
+        passages = tuple(_passage(p) for p in retrieve(module, learner.text, k=PASSAGES, on_topic_only=True))
+    ask = plan_check(module, interim, history, intent, answered[1] if answered else None, goto, detected)
+    if ask is not None:
+        found = module.find_check(ask.check_id)
+        assert found is not None
+        plan.ask_form = check_form(found[1], found[0].title, again=ask.again)
+    plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto)
+    plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
+    return plan
+
+
+async def _judge(
+    plan: TurnPlan, provider: Provider, settings: LLMSettings, module: Module, pending: PendingTurn,
+    topic: Topic, check: Check, answer: str,
+) -> JudgedData:
+    """Judge one answer; the score, the stored row and the feedback block go into `plan`."""
+    if provider.name == "builtin":
+        result, source = judge_builtin(check, answer, material=topic_material(module, topic.id)), "builtin"
+    else:
+        call = await judge_with_model(provider, settings, module, check, answer)
+        result, source = call.result, "model"
+        plan.attempts += call.attempts
+        if result is None:
+            log.warning("conversation %s: judge failed for check %s: %s", pending.conversation_id, check.id,
+                        call.problem)
+            plan.flags += ["judge_failed", "needs_review"]
+    plan.rows.append({
+        "conversation_id": pending.conversation_id, "message_id": pending.learner.id, "module_id": module.id,
+        "topic_id": topic.id, "check_id": check.id, "score": result.score if result else None,
+        "criteria_json": json.dumps(result.criteria_scores if result else {}),
+        "feedback": result.feedback if result else "", "source": source,
+    })
+    if result is None:
+        plan.feedback = failed_block()
+        return JudgedData(check.id, topic.id, topic.title, check.question, None, check.threshold, False)
+    plan.feedback = feedback_block(topic.title, result.score, check.threshold, result.feedback)
+    return JudgedData(check.id, topic.id, topic.title, check.question, result.score, check.threshold,
+                      result.score >= check.threshold, result.feedback)
+
+
+def plan_check(
+    module: Module, state: ProgressState, history: CheckHistory, intent: str, answered: Check | None,
+    goto: str | None, detected: Iterable[str],
+) -> CheckData | None:
+    """The check to ask this turn, if any (see the module docstring)."""
+    def still_open(check: Check) -> bool:
+        return history.best(check.id) < check.threshold
+
+    last = module.find_check(history.last_asked) if history.last_asked else None
+    if answered is not None:
+        if still_open(answered):
+            return _ask(module, answered, again=True)
+    elif intent in ("retry", "question") and last is not None and still_open(last[1]):
+        return _ask(module, last[1], again=True)  # a question does not close the check
+    if intent in ("question", "summary") or goto or (intent == "navigate" and set(detected)):
+        return None
+    if intent == "skip" and progress_mod.next_topic(module, state) is not None:
+        return None  # skipping moves the lesson on; the check comes back at the end
+    for topic_id in reversed(state.covered):
+        topic = module.topic(topic_id)
+        for check in topic.checks if topic else ():
+            if still_open(check) and check.id not in history.asked:
+                return _ask(module, check)
+    if progress_mod.next_topic(module, state) is None and not progress_mod.is_complete(module, state):
+        waiting = [c for t in module.topics for c in t.checks if still_open(c)]
+        skipped = last[1].id if last is not None and answered is None else None
+        pool = [c for c in waiting if c.id != skipped] or waiting
+        if pool:
+            check = min(pool, key=lambda c: history.asked.get(c.id, -1))  # never asked first, then oldest
+            return _ask(module, check, again=check.id in history.asked, review=True)
+    return None
+
+
+def _ask(module: Module, check: Check, *, again: bool = False, review: bool = False) -> CheckData:
+    found = module.find_check(check.id)
+    assert found is not None
+    topic = found[0]
+    return CheckData(check.id, topic.id, topic.title, check.question, again=again, review=review)
+
+
+def _form_next_topic(module: Module, form_id: str | None, answers: dict[str, Any]) -> str | None:
+    """The topic a module form's chosen option leads to (`next_topic`), if any."""
+    entry = module.find_form(form_id) if form_id else None
+    for form_field in entry.fields if entry else ():
+        chosen = answers.get(form_field.id)
+        values = chosen if isinstance(chosen, list) else [chosen]
+        for option in form_field.options or ():
+            if option.value in values and getattr(option, "next_topic", None):
+                return option.next_topic
+    return None
+
+
+def _passage(p: Any) -> PassageData:
+    return PassageData(p.source_id, p.source_title, p.section_id, p.section_title, p.topic_id, p.text, p.score)
+
+
+# --- after the tutor spoke ------------------------------------------------------------------
+
+
+@dataclass
+class Finished:
+    shown: TutorResponse | None
+    update: ProgressUpdate
+    flags: list[str]
+
+
+def finish(module: Module, plan: TurnPlan, parsed: ParsedReply) -> Finished:
+    response = parsed.response
+    flags: list[str] = []
+    cited: list[str] = []
+    claimed: list[str] = []
+    text = ""
+    shown = None
+    if response is not None:
+        shown = response.model_copy(deep=True)
+        if shown.content.citations:
+            kept, cited, dropped = verify_citations(module, shown.content.citations)
+            if dropped:
+                log.info("dropped %d unverifiable quote(s)", dropped)
+                flags.append("unverified_quote")
+            shown.content.citations = kept or None
+        text = "\n".join([*(b.content for b in response.content.text_blocks),
+                          *(c.quote for c in shown.content.citations or ())])
+        claimed = list(response.meta.progress.covered_topics or []) if response.meta.progress else []
+        _add_check(shown, plan)
+    reply = progress_mod.shown_topics(module, plan.interim, claimed, text, cited, preferred=plan.detected)
+    update = progress_mod.reconcile(module, plan.state, set(plan.seen) | set(reply.topics), plan.mastered)
+    update = replace(update, ignored_claims=reply.ignored)
+    return Finished(with_server_meta(shown, module, update), update, flags)
+
+
+def _add_check(shown: TutorResponse, plan: TurnPlan) -> None:
+    """The server's parts of a reply: feedback first, the check's form last. Check forms
+    a model wrote itself are dropped: asking and judging checks is the server's."""
+    forms = shown.content.forms
+    if forms and any(check_id_of(f.id) for f in forms):
+        forms = [f for f in forms if check_id_of(f.id) is None]
+        shown.content.forms = forms or None
+    if plan.ask_form is not None:
+        shown.content.forms = [*(forms or []), plan.ask_form]
+    if plan.feedback is not None:
+        shown.content.text_blocks = [plan.feedback, *shown.content.text_blocks]
+
+
+def verify_citations(module: Module, citations: Iterable[Citation]) -> tuple[list[Citation], list[str], int]:
+    """(verified citations as the learner sees them: the author's exact words, location
+    "Source title › Section title"; the topics they back; how many were dropped)."""
+    sources = module_sources(module)
+    kept: list[Citation] = []
+    topics: list[str] = []
+    dropped = 0
+    for citation in citations:
+        verified = verify_quote(sources, citation)
+        if verified is None:
+            dropped += 1
+            continue
+        shown = Citation(source_id=verified.source_id, quote=verified.quote,
+                         location=f"{verified.source_title} › {verified.section_title}")
+        if shown not in kept:
+            kept.append(shown)
+        topic = section_topic(module, verified.source_id, verified.section_id)
+        if topic is not None:
+            topics.append(topic)
+    return kept, topics, dropped
+
+
+def with_server_meta(response: TutorResponse | None, module: Module, update: ProgressUpdate) -> TutorResponse | None:
+    """The learner sees the server's progress; the model's claim stays in the raw text."""
+    if response is None:
+        return None
+    shown = response.model_copy(deep=True)
+    shown.meta.progress = progress_mod.server_progress(module, update)
+    shown.meta.module_state = progress_mod.module_state(module, update.state)
+    return shown
+
+
+def progress_view(module: Module, state: ProgressState, milestone: str | None) -> ProgressView:
+    return ProgressView(
+        percentage=progress_mod.percentage(module, state),
+        covered=progress_mod.covered_ids(module, state),
+        total=len(module.topic_ids),
+        milestone=milestone,
+        milestones=list(state.milestones),
+        module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),
+        mastered=progress_mod.mastered_ids(module, state),
+        checked=sum(1 for t in module.topics if t.checks),
+        done=progress_mod.done_count(module, state),
+    )
