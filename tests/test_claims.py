@@ -155,3 +155,21 @@ def test_a_worker_that_lost_its_claim_stores_nothing(store):
     assert late.reply.id == on_time.reply.id  # A came back with B's reply, not its own
     texts = [r.parsed["content"]["text_blocks"][0]["content"] for r in tutor_rows(store, view.id)[1:]]
     assert texts == ["On time."]
+
+
+def _holder_in_child(queue) -> None:
+    queue.put(claims.current_holder())
+
+
+def test_each_forked_worker_is_its_own_holder():
+    # The server imports the app once and forks its workers: identities must differ.
+    import multiprocessing
+
+    parent = claims.current_holder()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_holder_in_child, args=(queue,))
+    child.start()
+    child.join(10)
+    assert queue.get(timeout=5) != parent
+    assert claims.current_holder() == parent

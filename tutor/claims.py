@@ -22,17 +22,28 @@ from datetime import timedelta, timezone
 
 from sqlalchemy import delete, or_, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from tutor.dbfaults import DatabaseUnavailable, report
 from tutor.store import Message, ReplyClaim, Store, utcnow
 
-__all__ = ["HOLDER", "OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "drop", "holder_of", "release", "reply_id"]
+__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "current_holder", "drop", "holder_of", "newest_message_id", "release", "reply_id"]
 
 log = logging.getLogger(__name__)
 
-# This process: readable in the database (host and pid), unique across restarts.
-HOLDER = f"{socket.gethostname()[:48]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+_holder = ("", 0)
+
+
+def current_holder() -> str:
+    """This process in the database: host and pid, unique across restarts. Computed per
+    process: the server imports the app once and forks its workers from that, so a value
+    fixed at import would be shared by every worker."""
+    global _holder
+    pid = os.getpid()
+    if _holder[1] != pid:
+        _holder = (f"{socket.gethostname()[:48]}:{pid}:{uuid.uuid4().hex[:8]}", pid)
+    return _holder[0]
+
 OPENING_SEQ = -1  # the opening turn answers no learner message
 
 
@@ -40,9 +51,10 @@ class ClaimLost(RuntimeError):
     """Another worker took this message over (our lease expired): our reply is not stored."""
 
 
-def claim(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str = HOLDER) -> bool:
+def claim(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str | None = None) -> bool:
     """Claim the right to answer message `seq` (or renew our own claim). False while
     another worker holds an unexpired lease."""
+    holder = holder or current_holder()
     now = utcnow()
     until = now + timedelta(seconds=lease_s)
     with store.session() as s:
@@ -64,9 +76,10 @@ def claim(store: Store, conversation_id: int, seq: int, lease_s: float, holder: 
         return True
 
 
-def release(session: Session, conversation_id: int, seq: int, holder: str = HOLDER) -> None:
+def release(session: Session, conversation_id: int, seq: int, holder: str | None = None) -> None:
     """Inside the transaction that stores the reply: drop our claim, or raise ClaimLost
     (the transaction then rolls back and nothing is stored)."""
+    holder = holder or current_holder()
     gone = session.execute(
         delete(ReplyClaim).where(col(ReplyClaim.conversation_id) == conversation_id,
                                  col(ReplyClaim.learner_seq) == seq, col(ReplyClaim.holder) == holder)
@@ -75,8 +88,9 @@ def release(session: Session, conversation_id: int, seq: int, holder: str = HOLD
         raise ClaimLost(f"conversation {conversation_id}: message {seq} was taken over by another worker")
 
 
-def drop(store: Store, conversation_id: int, seq: int, holder: str = HOLDER) -> None:
+def drop(store: Store, conversation_id: int, seq: int, holder: str | None = None) -> None:
     """Give up our claim without storing anything (the message was answered meanwhile)."""
+    holder = holder or current_holder()
     with store.session() as s:
         s.execute(delete(ReplyClaim).where(col(ReplyClaim.conversation_id) == conversation_id,
                                            col(ReplyClaim.learner_seq) == seq, col(ReplyClaim.holder) == holder))
@@ -94,6 +108,12 @@ def reply_id(store: Store, conversation_id: int, seq: int) -> int | None:
         return s.exec(query.limit(1)).first()
 
 
+def newest_message_id(store: Store, conversation_id: int) -> int | None:
+    """The id of the conversation's newest message: a page that lacks it is behind."""
+    with store.session() as s:
+        return s.exec(select(func.max(Message.id)).where(Message.conversation_id == conversation_id)).first()
+
+
 def holder_of(store: Store, conversation_id: int, seq: int) -> tuple[str, bool] | None:
     """(holder, lease still live) of a message's claim, or None when unclaimed."""
     with store.session() as s:
@@ -108,9 +128,9 @@ def holder_of(store: Store, conversation_id: int, seq: int) -> tuple[str, bool] 
 class Heartbeat:
     """Renews a claim every third of its lease while a reply is being written."""
 
-    def __init__(self, store: Store, conversation_id: int, seq: int, lease_s: float, holder: str = HOLDER) -> None:
+    def __init__(self, store: Store, conversation_id: int, seq: int, lease_s: float, holder: str | None = None) -> None:
         self.store, self.conversation_id, self.seq, self.lease_s = store, conversation_id, seq, lease_s
-        self.holder = holder
+        self.holder = holder or current_holder()
         self._task: asyncio.Task | None = None
 
     async def __aenter__(self) -> Heartbeat:

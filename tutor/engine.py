@@ -56,9 +56,17 @@ class Engine:
         self.settings = settings
         self.safety = safety or SafetySettings()
         self.lease_s = REPLY_LEASE_S
-        self.holder = claims.HOLDER  # who this process is, in reply claims
+        self._holder: str | None = None  # who answers, in reply claims (default: this process)
         self._locks: dict[int, asyncio.Lock] = {}
         self._stops: dict[int, asyncio.Event] = {}  # turns being written, by conversation
+
+    @property
+    def holder(self) -> str:
+        return self._holder or claims.current_holder()
+
+    @holder.setter
+    def holder(self, value: str) -> None:
+        self._holder = value
 
     # ----------------------------------------------------------------- conversations
 
@@ -84,6 +92,14 @@ class Engine:
         if state is None:
             return None
         return _progress_view(module, teaching.learner_state(self.store, learner_key, module, state), None)
+
+    async def view_if_newer(self, conversation_id: int, latest_id: int) -> ConversationView | None:
+        """The conversation, if it holds a message newer than `latest_id` (a page that another
+        tab or worker got ahead of catches up); else None, after one small query."""
+        newest = await self.store.run(claims.newest_message_id, self.store, conversation_id)
+        if newest is None or newest <= latest_id:
+            return None
+        return await self.store.run(self._view, conversation_id)
 
     def history(self, conversation_id: int) -> list[MessageView]:
         return db.history(self.store, conversation_id)

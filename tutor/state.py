@@ -32,7 +32,7 @@ from tutor.display import (
     module_card,
     progress_item,
 )
-from tutor.claims import HOLDER
+from tutor.claims import current_holder
 from tutor.engine import InputError
 from tutor.live import StreamFeed, empty_slots, stream_vars
 from tutor.llm.base import LearnerInput
@@ -157,6 +157,7 @@ class ChatState(TutorState):
     milestone: str = ""  # the celebration to show, if a milestone was reached this turn
 
     _responding: bool = False
+    _latest_id: int = 0  # the newest stored message this tab shows
     # The process whose task is answering for this tab. Tab state outlives a worker (it is
     # in Redis with several workers): a tab that reconnects to another worker after a crash
     # must not wait on a task that died with the old one.
@@ -219,6 +220,7 @@ class ChatState(TutorState):
             if getattr(self, f"live_forms_{i}"):
                 setattr(self, f"live_forms_{i}", {})
         self._bucket = self._latest_bucket = HISTORY
+        self._latest_id = max((m.id for m in messages), default=0)
         latest = next((m for m in reversed(messages) if m.role == "tutor"), None)
         self.latest_tutor_id = latest.id if latest else 0
         self._latest_forms = _open_forms(latest) if latest else {}
@@ -303,9 +305,9 @@ class ChatState(TutorState):
     @rx.event(background=True)
     async def respond(self):
         async with self:
-            if self._responding and self._responding_by == HOLDER:
+            if self._responding and self._responding_by == current_holder():
                 return
-            self._responding, self._responding_by = True, HOLDER
+            self._responding, self._responding_by = True, current_holder()
         engine = get_engine()
         while True:
             async with self:
@@ -325,11 +327,19 @@ class ChatState(TutorState):
                     self.operator_notice = notice
                     self._responding = self.thinking = False
                 return
+            caught_up = None
+            if result is None:  # nothing owed: another tab or worker may have answered meanwhile
+                caught_up = await engine.view_if_newer(conversation_id, self._latest_id)
             async with self:
                 self._end_preview(preview)
-                if result is not None and conversation_id == self.conversation_id:
+                if conversation_id != self.conversation_id:
+                    pass
+                elif result is not None:
                     self._add_reply(result)
-                elif self._requested == seen:
+                elif caught_up is not None:
+                    self._show_history(caught_up.messages)
+                    self._set_progress(caught_up.progress, celebrate=False)
+                if result is None and self._requested == seen:
                     self._responding = self.thinking = False
                     return
 
@@ -375,6 +385,7 @@ class ChatState(TutorState):
             self._bucket += 1
         name = f"live_{self._bucket}"
         setattr(self, name, [*getattr(self, name), item])
+        self._latest_id = max(self._latest_id, item.id)
 
     def _close_forms(self, learner: MessageView) -> None:
         """The learner's turn closed the latest message's open forms (the engine stored

@@ -1,13 +1,41 @@
 """The labelled set keeps the screen honest: its goals are asserted here so they cannot
-regress, and the held-out set's numbers guard how well the phrases generalise."""
+regress, and the held-out sets' numbers guard how well the phrases generalise."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tutor.risk.evaluate import DEFAULT_SET, MAX_FALSE_POSITIVE_RATE, MIN_RECALL, evaluate, format_report, load_labelled_set
 
-HOLDOUT = Path(__file__).parent / "holdout_messages.yaml"
+HERE = Path(__file__).parent
+HOLDOUT = HERE / "holdout_messages.yaml"
+HOLDOUT2 = HERE / "holdout2_messages.yaml"
+HOLDOUT3 = HERE / "holdout3_messages.yaml"
+
+# Floors at what was measured, as counts: (crisis messages caught, of crisis messages) and
+# (ordinary messages flagged, of ordinary messages), overall and per label. A change to the
+# phrases may only keep or improve them; raise a floor when a broader vocabulary lifts it.
+#
+# holdout: written after the first broadening, never tuned on; measured 12/40 caught, 1/29
+#   false positives. Its misses were visible while the vocabulary was broadened for holdout2
+#   (by category, not message by message), so its current numbers are no longer held-out.
+# holdout2: written before the phrases were read; 37/57 caught, 1/33 false positives before the
+#   broadening, 57/57 and 0/33 after (it was looked at; it is also the main set's third batch).
+# holdout3: written after that broadening and measured once, untuned: the honest estimate of
+#   generalisation to new wordings: 15/37 caught, 2/18 false positives (the original phrases:
+#   8/37 and 1/18). A later review of over-broad rules (not of its misses) removed one of those
+#   false positives ("I have a knife set ...", a rule where "is|are" was optional); its misses
+#   are untouched, so the recall is still the untuned number.
+FLOORS = {
+    HOLDOUT: {"overall": ((39, 40), (0, 29)),
+              "self_harm": 21, "harm_to_others": 5, "abuse": 6, "medical_emergency": 5, "concern_for_other": 3},
+    HOLDOUT2: {"overall": ((57, 57), (0, 33)),
+               "self_harm": 30, "harm_to_others": 7, "abuse": 9, "medical_emergency": 9, "concern_for_other": 5},
+    HOLDOUT3: {"overall": ((15, 37), (1, 18)),
+               "self_harm": 10, "harm_to_others": 1, "abuse": 0, "medical_emergency": 5, "concern_for_other": 0},
+}
 
 
 def test_the_labelled_set_is_big_enough_and_bilingual(config):
@@ -27,11 +55,29 @@ def test_the_screen_meets_its_goals_on_the_labelled_set_per_label_and_overall(co
     assert report.recall() >= MIN_RECALL and report.false_positive_rate() <= MAX_FALSE_POSITIVE_RATE
 
 
-def test_held_out_numbers_do_not_regress(config):
-    # Measured when the held-out set was written (phrases never tuned on it): recall 30%,
-    # false positives 3.4%. A phrase list generalises poorly to new wordings; these floors
-    # only stop it getting worse. Raise them when a broader vocabulary lifts the numbers.
-    report = evaluate(load_labelled_set(HOLDOUT, set(config.labels)), config, rounds=1)
+@pytest.mark.parametrize("path", list(FLOORS), ids=lambda p: p.stem)
+def test_held_out_sets_are_well_formed_and_bilingual(config, path):
+    messages = load_labelled_set(path, set(config.labels))
+    crisis = [m for m in messages if m.labels]
+    vietnamese = [m for m in messages if m.language == "vi"]
+    assert len(crisis) >= 30 and len(messages) - len(crisis) >= 15
+    assert len(vietnamese) / len(messages) >= 0.30
+    assert any(m.text.isascii() for m in vietnamese) and any(not m.text.isascii() for m in vietnamese)
+    for label in config.labels:
+        assert any(label in m.labels for m in messages), label
+
+
+@pytest.mark.parametrize("path", list(FLOORS), ids=lambda p: p.stem)
+def test_held_out_numbers_do_not_regress(config, path):
+    report = evaluate(load_labelled_set(path, set(config.labels)), config, rounds=1)
+    print(path.name)
     print(format_report(report, show_misses=False))
-    assert report.recall() >= 0.30, format_report(report)
-    assert report.false_positive_rate() <= 0.05, format_report(report)
+    floors = FLOORS[path]
+    (min_caught, crisis), (max_flagged, ordinary) = floors["overall"]
+    caught = sum(o.caught for o in report.crisis)
+    flagged = sum(bool(o.flagged) for o in report.ordinary)
+    assert (len(report.crisis), len(report.ordinary)) == (crisis, ordinary), "the set changed: re-measure its floors"
+    assert caught >= min_caught, format_report(report)
+    assert flagged <= max_flagged, format_report(report)
+    for label, stats in report.labels.items():
+        assert stats.caught >= floors[label], f"{label}: {stats.caught} < {floors[label]}\n{format_report(report)}"
