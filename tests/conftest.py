@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 BROWSER_DIR = Path(__file__).parent / "browser"
+
+# The fixtures' pretend operator lets media load from example.org and from the browser
+# tests' second origin on 127.0.0.1 (TUTOR_MEDIA_HOSTS; the default is no host at all, which
+# tests/test_hardening.py checks explicitly). Apps the browser tests start inherit it.
+os.environ.setdefault("TUTOR_MEDIA_HOSTS", "example.org,127.0.0.1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -119,7 +119,7 @@ EXPECTED = {
         "broken/schema_errors.yaml:21: phases[0].sections[0].topics[2].keywords[1]: "
         "Input should be a valid string (got 42)",
         "broken/schema_errors.yaml:23: phases[0].sections[0].topics[2].media[0].src: "
-        "media src must be an http(s) URL or an app asset path (got 'javascript:alert(1)')",
+        "media src must be an app asset (/media/...) or on a host in TUTOR_MEDIA_HOSTS (got 'javascript:alert(1)')",
     ],
     "duplicate_key": ["broken/duplicate_key.yaml:15: duplicate key 'keywords' (YAML keeps only the last one)"],
     "wrong_name": [

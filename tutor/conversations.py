@@ -22,6 +22,7 @@ from sqlmodel import Session, col, func, select
 from tutor.contract import Form, TutorResponse
 from tutor.forms import FormInputError, summarize_answers, validate_answers
 from tutor.llm.base import ChatMessage, LearnerInput
+from tutor.llm.errors import scrub, scrub_data
 from tutor.progress import ProgressState
 from tutor.settings import MAX_MESSAGE_CHARS
 from tutor.store import (
@@ -425,7 +426,9 @@ _AUDIT_COLUMNS = {
 
 def _audit_values(conversation_id: int, message_id: int | None, attempt: Any) -> dict[str, Any]:
     data = attempt.to_json_dict() if hasattr(attempt, "to_json_dict") else {}
-    detail = {k: v for k, v in data.items() if k not in _AUDIT_COLUMNS}
+    # Error text may quote what an endpoint sent back (a 401 echoing the key): scrubbed here,
+    # the one way into the audit table, whatever the caller already did.
+    detail = scrub_data({k: v for k, v in data.items() if k not in _AUDIT_COLUMNS})
     return _defaults(AuditEvent) | dict(
         conversation_id=conversation_id,
         message_id=message_id,
@@ -438,7 +441,7 @@ def _audit_values(conversation_id: int, message_id: int | None, attempt: Any) ->
         tokens_out=attempt.tokens_out,
         outcome=attempt.outcome,
         flags_json=json.dumps(list(attempt.flags)),
-        error_class=attempt.error_class,
+        error_class=scrub(attempt.error_class) if attempt.error_class else attempt.error_class,
         detail_json=json.dumps(detail, ensure_ascii=False),
     )
 

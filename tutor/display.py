@@ -28,6 +28,9 @@ WITHHELD_MEDIA = "A media item was left out because its source is not allowed."
 # waits behind "Show the rest". A reply at most FALLBACK_SLACK longer is shown whole.
 FALLBACK_CHARS = 1200
 FALLBACK_SLACK = 300
+# What one reply may put on the page (tables and HTML: tutor.markdown, over the whole message).
+MAX_BLOCKS, MAX_MEDIA, MAX_QUOTES, MAX_SUGGESTIONS = 60, 10, 10, 8
+MORE_BLOCKS = "(the rest of this reply is too long to show)"
 
 # Tone is shown quietly: an icon and an accent colour, named for those who hover or listen.
 TONES = {
@@ -144,21 +147,25 @@ def message_item(view: MessageView) -> MessageItem:
             plain=_plain(view.text),
         )
     response = _response(view.response)
+    budget: dict = {}  # one render budget for the whole message (tutor.markdown)
     if response is None:
         shown, rest = split_fallback(view.raw or "")
         return MessageItem(
             id=view.id,
             role="tutor",
-            html=render(shown),
-            more_html=render(rest) if rest else "",
+            html=render(shown, budget),
+            more_html=render(rest, budget) if rest else "",
             notice=INVALID_NOTICE,
             plain=_plain(view.raw or ""),
         )
     content, meta = response.content, response.meta
-    blocks = [block_item(b.type, b.content, b.level) for b in content.text_blocks]
+    blocks = [block_item(b.type, b.content, b.level, budget) for b in content.text_blocks[:MAX_BLOCKS]]
+    if len(content.text_blocks) > MAX_BLOCKS:
+        blocks.append(BlockItem("paragraph", f'<p class="render-capped">{MORE_BLOCKS}</p>\n'))
     media = [media_item(m) for m in (view.response or {}).get("content", {}).get("media") or []]
     if "unsafe_media" in view.flags:
         media += withheld_media(view.raw or "")
+    media = media[:MAX_MEDIA]
     forms = []
     for index, form in enumerate(content.forms or []):
         item = form_item(view.id, form, index)
@@ -175,9 +182,10 @@ def message_item(view: MessageView) -> MessageItem:
         blocks=blocks,
         forms=forms,
         media=media,
-        quotes=[QuoteItem(render(c.quote), c.location or c.source_id, c.source_id) for c in content.citations or []],
-        prompt=render_inline(next_step.prompt) if next_step and next_step.prompt else "",
-        suggestions=list(dict.fromkeys(s for s in (next_step.suggestions or []) if s.strip()))
+        quotes=[QuoteItem(render(c.quote, budget), c.location or c.source_id, c.source_id)
+                for c in (content.citations or [])[:MAX_QUOTES]],
+        prompt=render_inline(next_step.prompt, budget) if next_step and next_step.prompt else "",
+        suggestions=list(dict.fromkeys(s for s in (next_step.suggestions or []) if s.strip()))[:MAX_SUGGESTIONS]
         if next_step
         else [],
         emotion=emotion,
@@ -255,12 +263,12 @@ def _table_row(line: str) -> bool:
     return line.lstrip().startswith("|")
 
 
-def block_item(kind: str, content: str, level: int | None = None) -> BlockItem:
+def block_item(kind: str, content: str, level: int | None = None, budget: dict | None = None) -> BlockItem:
     """One text block as the page shows it: a heading's text inline, anything else as
-    markdown blocks; headings default to level 2."""
+    markdown blocks; headings default to level 2. `budget`: the message's (tutor.markdown)."""
     if kind == "heading":
-        return BlockItem("heading", render_inline(content), min(max(level or 2, 1), 6))
-    return BlockItem(kind, render(content), 0)
+        return BlockItem("heading", render_inline(content, budget), min(max(level or 2, 1), 6))
+    return BlockItem(kind, render(content, budget), 0)
 
 
 def _response(data: dict[str, Any] | None) -> TutorResponse | None:

@@ -10,6 +10,7 @@ are re-exported here.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ __all__ = [
     "Variable",
     "check_file",
     "check_text",
+    "public_problem",
     "load_library",
     "modules_dir",
     "schema_json",
@@ -341,6 +343,22 @@ def load_library(directory: str | Path | None = None, assets_dir: Path | None = 
         else:
             library.problems[source] = result.problems
     return library
+
+
+# An absolute path of two or more parts not inside a URL ("/srv/tutor/modules/x.yaml",
+# "C:\\tutor\\x.yaml"); /media/... asset addresses are what authors wrote and stay.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/\\-])(?:[A-Za-z]:\\|/(?!media/))(?:[^\s/\\'\"`,;()]+[/\\])+"
+                            r"(?P<name>[^\s/\\'\"`,;()]*)")
+
+
+def public_problem(message: str, directory: Path) -> str:
+    """A module problem as a learner's page may show it: file paths relative to the modules
+    folder (`directory`), any other path on the server cut to its file name. The full
+    message goes to the log (tutor.runtime) and to `tutor modules check`."""
+    prefixes = {str(directory.resolve()), str(directory.absolute()), _display(directory), str(directory)}
+    for prefix in sorted((p.rstrip("/\\") for p in prefixes if p not in ("", ".")), key=len, reverse=True):
+        message = message.replace(prefix + os.sep, "").replace(prefix + "/", "")
+    return _ABSOLUTE_PATH.sub(lambda m: m.group("name") or "…", message)
 
 
 def _display(path: Path) -> str:

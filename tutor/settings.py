@@ -12,6 +12,15 @@ DATA_DIR = Path(os.environ.get("TUTOR_DATA_DIR", REPO_ROOT / "data"))
 MAX_MESSAGE_CHARS = int(os.environ.get("TUTOR_MAX_MESSAGE_CHARS", "4000"))
 
 
+# Hosts (comma-separated, e.g. "cdn.example.org, .school.example") from which a model's
+# media and markdown images may load, besides the app's own /media/ assets. Default: none,
+# so a reply cannot make the learner's browser call any other server. A leading dot allows
+# subdomains too. Read on each call so tests and a restarted worker see the current value.
+def media_hosts() -> tuple[str, ...]:
+    raw = os.environ.get("TUTOR_MEDIA_HOSTS", "")
+    return tuple(h.strip().lower().removeprefix("*") for h in raw.split(",") if h.strip())
+
+
 # Seconds a worker's claim on answering a message lasts without renewal (tutor.claims): a
 # turn a dead worker held is taken over by another worker this long after its last beat.
 REPLY_LEASE_S = float(os.environ.get("TUTOR_REPLY_LEASE", "20"))

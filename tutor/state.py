@@ -36,7 +36,7 @@ from tutor.claims import current_holder
 from tutor.engine import InputError
 from tutor.live import StreamFeed, empty_slots, stream_vars
 from tutor.llm.base import LearnerInput
-from tutor.modules import ModuleNotServable
+from tutor.modules import ModuleNotServable, public_problem
 from tutor.runtime import get_engine
 from tutor.views import MessageView, ProgressView, TurnResult
 
@@ -87,7 +87,9 @@ class HomeState(TutorState):
             return
         self.unavailable = ""
         self.modules = modules
-        self.problems = [p for ps in engine.library.problems.values() for p in ps]
+        # Learners see which file is broken and why, never where the server keeps it.
+        folder = engine.library.directory
+        self.problems = [public_problem(p, folder) for ps in engine.library.problems.values() for p in ps]
         self.confirm_restart = ""
 
     @rx.event
@@ -177,7 +179,8 @@ class ChatState(TutorState):
             module = engine.library.get(module_id)
             view = await engine.open(key, module_id, defer_opening=True)
         except ModuleNotServable as exc:
-            self.load_error = str(exc) or f"There is no module called {module_id!r}."
+            self.load_error = public_problem(str(exc), engine.library.directory) or \
+                f"There is no module called {module_id!r}."
             self.loaded = True
             return None
         except dbfaults.DatabaseUnavailable as fault:

@@ -241,7 +241,7 @@ def _media(co: Coercion, value: Any) -> list[dict]:
     for i, item in enumerate(value):
         where = f"content.media.{i}"
         if isinstance(item, dict) and isinstance(item.get("src"), str) and not is_safe_media_src(item["src"]):
-            co.flag("unsafe_media", f"{where}.src: not an http(s) URL or an app asset path")
+            co.flag("unsafe_media", f"{where}.src: not an app asset (/media/...) or a host in TUTOR_MEDIA_HOSTS")
             continue
         try:
             media = Media.model_validate(item)

@@ -104,7 +104,7 @@ class Media(_Model):
     @classmethod
     def _safe_src(cls, src: str) -> str:
         if not is_safe_media_src(src):
-            raise ValueError("media src must be an http(s) URL or an app asset path")
+            raise ValueError("media src must be an app asset (/media/...) or on a host in TUTOR_MEDIA_HOSTS")
         return src
 
 
