@@ -7,7 +7,7 @@ import reflex as rx
 
 from components.progress import progress_bar
 from tutor.display import ModuleCard
-from tutor.state import HomeState
+from tutor.home_state import HomeState
 
 
 def _progress(card: rx.Var[ModuleCard]) -> rx.Component:

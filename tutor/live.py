@@ -170,3 +170,39 @@ def _extras(p: Preview) -> dict[str, Any]:
         "stream_suggestions": list(dict.fromkeys(p.suggestions)),
         "stream_prompt": render_inline(p.prompt) if p.prompt else "",
     }
+
+
+REASK_STATUS = "Let me put that more clearly…"
+
+
+class PagePreview:
+    """Shows a reply while it is written (a TurnListener for the page's state): the feed
+    decides what is new and worth sending; each update changes only the slots it names.
+    `state` is the chat page's Reflex state (entered with `async with`, `_apply(updates)`)."""
+
+    def __init__(self, state: Any, conversation_id: int) -> None:
+        self.state = state
+        self.conversation_id = conversation_id
+        self.feed = StreamFeed()
+
+    async def text(self, raw: str) -> None:
+        updates = self.feed.push(raw)
+        if not updates:
+            return
+        async with self.state:
+            if self.state.conversation_id != self.conversation_id:
+                return  # the tab moved on to another conversation
+            self.state._apply(updates)
+            if not self.state.streaming:
+                self.state.streaming = True
+            if self.state.stream_status:
+                self.state.stream_status = ""
+
+    async def status(self, status: str) -> None:
+        if status != "reasking":
+            return
+        async with self.state:
+            if self.state.conversation_id == self.conversation_id:
+                self.state._apply(self.feed.clear())
+                self.state.streaming = False
+                self.state.stream_status = REASK_STATUS

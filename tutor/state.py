@@ -9,7 +9,6 @@ re-syncs once from the database.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from typing import Any
@@ -23,18 +22,16 @@ from tutor.contract import Form
 from tutor.display import (
     FormState,
     MessageItem,
-    ModuleCard,
     ProgressItem,
     answer_lines,
     closed_forms,
     form_values,
     message_item,
-    module_card,
     progress_item,
 )
 from tutor.claims import current_holder
 from tutor.engine import InputError
-from tutor.live import StreamFeed, empty_slots, stream_vars
+from tutor.live import PagePreview, empty_slots, stream_vars
 from tutor.llm.base import LearnerInput
 from tutor.modules import ModuleNotServable, public_problem
 from tutor.runtime import get_engine
@@ -44,7 +41,6 @@ log = logging.getLogger(__name__)
 
 LIVE_BUCKETS = 128  # turns since the page loaded before one re-sync from the database
 HISTORY = -1  # "bucket" index of the history loaded with the page
-REASK_STATUS = "Let me put that more clearly…"
 
 
 class TutorState(rx.State):
@@ -56,66 +52,6 @@ class TutorState(rx.State):
         if not self.learner_key:
             self.learner_key = uuid.uuid4().hex
         return self.learner_key
-
-
-class HomeState(TutorState):
-    modules: list[ModuleCard] = []
-    problems: list[str] = []
-    confirm_restart: str = ""  # the module whose "start over" waits for a confirmation
-    unavailable: str = ""  # the calm line shown instead of the modules while the database is down
-
-    @rx.event
-    async def load(self) -> None:
-        key = self.ensure_learner()
-        # A tab keeps its chat state across pages: clear it here, so the chat page never
-        # shows the previous visit's conversation while it loads the next one.
-        chat = await self.get_state(ChatState)
-        chat._reset_view()
-        try:
-            engine = get_engine()
-            active = {c.module_id: c for c in engine.conversations(key) if c.status == "active"}
-            modules = [
-                module_card(
-                    module.id, module.title, module.description, len(module.topic_ids),
-                    engine.progress_for(key, module.id), active.get(module.id),
-                )
-                for module in engine.library.modules.values()
-            ]
-        except dbfaults.DatabaseUnavailable as fault:
-            dbfaults.report(fault, log, "home page")
-            self.modules, self.problems, self.unavailable = [], [], dbfaults.UNAVAILABLE
-            return
-        self.unavailable = ""
-        self.modules = modules
-        # Learners see which file is broken and why, never where the server keeps it.
-        folder = engine.library.directory
-        self.problems = [public_problem(p, folder) for ps in engine.library.problems.values() for p in ps]
-        self.confirm_restart = ""
-
-    @rx.event
-    def ask_restart(self, module_id: str) -> None:
-        self.confirm_restart = module_id
-
-    @rx.event
-    def cancel_restart(self):
-        module_id, self.confirm_restart = self.confirm_restart, ""
-        # Back to the button that asked; it is rendered again by this change, hence the wait.
-        target = json.dumps(f"restart-{module_id}")
-        return rx.call_script(f"setTimeout(() => document.getElementById({target})?.focus(), 0)")
-
-    @rx.event
-    async def start_over(self, module_id: str):
-        key = self.ensure_learner()
-        self.confirm_restart = ""
-        try:
-            await get_engine().open(key, module_id, new=True, defer_opening=True)
-        except ModuleNotServable:
-            return HomeState.load  # the module went away meanwhile: show what there is
-        except dbfaults.DatabaseUnavailable as fault:
-            dbfaults.report(fault, log, f"start over in {module_id}")
-            self.unavailable = dbfaults.UNAVAILABLE
-            return None
-        return rx.redirect(f"/learn?module={module_id}")
 
 
 _bucket_annotations: dict[str, Any] = {}
@@ -315,7 +251,7 @@ class ChatState(TutorState):
         while True:
             async with self:
                 seen, conversation_id = self._requested, self.conversation_id
-            preview = _PagePreview(self, conversation_id)
+            preview = PagePreview(self, conversation_id)
             try:
                 result = await engine.respond_pending(conversation_id, preview)
             except Exception as exc:  # the page must never hang on "thinking"
@@ -357,7 +293,7 @@ class ChatState(TutorState):
         for name, value in updates.items():
             setattr(self, name, value)
 
-    def _end_preview(self, preview: _PagePreview) -> None:
+    def _end_preview(self, preview: PagePreview) -> None:
         if preview.conversation_id == self.conversation_id:
             self._apply(preview.feed.clear())
         self.streaming = False
@@ -432,38 +368,6 @@ class ChatState(TutorState):
     def dismiss_milestone(self):
         self.milestone = ""
         return rx.set_focus("message")
-
-
-class _PagePreview:
-    """Shows a reply while it is written (a TurnListener): the feed decides what is new
-    and worth sending; each update changes only the slots it names."""
-
-    def __init__(self, state: ChatState, conversation_id: int) -> None:
-        self.state = state
-        self.conversation_id = conversation_id
-        self.feed = StreamFeed()
-
-    async def text(self, raw: str) -> None:
-        updates = self.feed.push(raw)
-        if not updates:
-            return
-        async with self.state:
-            if self.state.conversation_id != self.conversation_id:
-                return  # the tab moved on to another conversation
-            self.state._apply(updates)
-            if not self.state.streaming:
-                self.state.streaming = True
-            if self.state.stream_status:
-                self.state.stream_status = ""
-
-    async def status(self, status: str) -> None:
-        if status != "reasking":
-            return
-        async with self.state:
-            if self.state.conversation_id == self.conversation_id:
-                self.state._apply(self.feed.clear())
-                self.state.streaming = False
-                self.state.stream_status = REASK_STATUS
 
 
 def _open_forms(view: MessageView) -> dict[str, dict]:

@@ -4,7 +4,8 @@ import reflex as rx
 
 from components.chat import chat_page
 from components.home import home_page
-from tutor.state import ChatState, HomeState
+from tutor.home_state import HomeState
+from tutor.state import ChatState
 from tutor.store import TABLES
 
 # `reflex db makemigrations` reads tables from this registry; all our tables share one
