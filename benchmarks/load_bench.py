@@ -1,31 +1,35 @@
 """Throughput of one process: `python -m benchmarks.load_bench [--learners 200] [--turns 5] [--delay 2]`.
 
-N simulated learners go through the real Engine (real database, real OpenAI-compatible
-provider and turn policy) at once: each opens a conversation (the tutor's opening turn)
-and then sends `--turns` messages, one after another, as the web page does (accept, then
-respond_pending). The model is a loopback server in its own process (plain asyncio
-streams speaking just enough HTTP/1.1) that answers every call after exactly `--delay`
-seconds with a valid ~1 KB tutor reply; streamed, its chunks are spread over the delay.
+N simulated learners go through the real Engine at once (real database, the
+OpenAI-compatible provider, the turn policy): each opens a conversation and gets the
+tutor's opening turn, then sends `--turns` messages one after another, as the web page
+does (accept, then respond_pending). The model is benchmarks/loopback_model.py in its own
+process: every call is answered `--delay` seconds after it arrived (streamed: `--chunks`
+events spread over the delay; `--no-stream` for whole replies).
 
-A learner's turns are sequential, so with nothing else in the way the run takes
+A learner's turns are sequential, so with nothing else in the way a run takes
 ideal = (turns + 1) x delay. Printed per run:
 
-    wall / ideal       the run's wall time as a multiple of the ideal (goal <= 1.25 at 200 x 5)
-    overhead p50/95/99 per tutor turn (the opening included): its latency minus the delay
-    CPU / turn         this process's CPU time (every thread) over the tutor turns
-    DB trips / turn    statements + commits + rollbacks + pool pings, over the tutor turns
-    in flight          the most model calls the server saw at once
-    loop lag p99       how late a 50 ms timer fired on the event loop (blocking work)
+    wall / ideal       the run's wall time over the ideal (goal at 200 x 5: <= 1.25)
+    overhead p50/95/99 per tutor turn, the opening included: its latency minus the delay
+    CPU / turn         this process's CPU time, every thread, over the tutor turns; the
+                       event loop's own share, and how busy the loop thread was
+    DB trips / turn    statements, BEGINs, commits, rollbacks and pool pings
+    in flight          the most model calls the server had at once
+    loop lag p99/max   how late a 50 ms timer fired on the event loop
+    model late p99     how far past the delay the server finished (it is not the bottleneck
+                       while this stays near 0), and the server's CPU; this process's RSS
 
-Baseline, measured first in the same run: the same learners making the same number of
-sequential calls through the same provider and HTTP client, no engine or database. It
-shows what the loopback server and the HTTP client cost on their own (the server's own
-lateness and CPU are printed too), so the engine's numbers can be read against it.
+Baseline, first in the same run: the same learners making the same sequential calls
+through the same provider and HTTP client, with no engine and no database: what the
+loopback model and the HTTP client cost on their own.
 
-`--runs 3` repeats the engine run in one process over the same database (new learners
-each time) to show whether anything grows. `--database-url postgresql+psycopg2://...`
-uses that PostgreSQL server: the benchmark creates a fresh database there and drops it at
-the end; by default a fresh SQLite file in a temporary directory.
+`--runs 3` repeats the engine run in one process over the same database (new learners each
+time): nothing should grow. `--breakdown` times each kind of database call (waiting for a
+thread, running, CPU, back on the loop). `--database-url postgresql+psycopg2://...@host/db`
+uses that PostgreSQL server: the benchmark creates a fresh database beside `db` and drops
+it at the end; by default a fresh SQLite file in a temporary directory. `--profile FILE`
+writes a yappi CPU profile (every thread) of the last run.
 """
 
 from __future__ import annotations
@@ -35,16 +39,16 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from benchmarks.loopback_model import loopback_model, model_stats, pct
 
 MODULE = "understanding_anxiety"
 QUESTIONS = [
@@ -55,156 +59,7 @@ QUESTIONS = [
     "What could I try when I notice it starting?",
 ]
 
-# ------------------------------------------------------------------ the loopback model
-
-
-def tutor_reply() -> str:
-    return json.dumps({
-        "content": {
-            "text_blocks": [
-                {"type": "heading", "content": "Noticing the three levels", "level": 2},
-                {"type": "paragraph", "content": "Anxiety shows up in the **body**, the **mind** and in "
-                 "what we **do**. Noticing which comes first helps you choose a skill that fits."},
-                {"type": "list", "content": "- Body: racing heart, tight chest\n- Mind: what-if "
-                 "thoughts\n- Behaviour: avoiding, checking, leaving early"},
-                {"type": "tip", "content": "Start with the level you notice most; small steps count."},
-            ],
-            "forms": [{
-                "id": "quick_check", "title": "Quick check",
-                "fields": [{"id": "level", "type": "radio", "label": "Which level is loudest for you?",
-                            "options": [{"value": "body", "label": "Body"}, {"value": "mind", "label": "Mind"}]}],
-                "submit_label": "Share", "optional": True,
-            }],
-            "next_step": {"prompt": "Shall we go on?", "suggestions": ["Tell me more", "Let's move on"]},
-        },
-        "meta": {"response_type": "educational", "emotion": "informative"},
-    })
-
-
-class LoopbackModel:
-    """The server side (runs in its own process: `--serve`). Every answer ends `delay`
-    seconds after its request arrived; lateness past that is measured and reported."""
-
-    def __init__(self, delay: float, chunks: int) -> None:
-        self.delay, self.chunks = delay, max(1, chunks)
-        self.reply = tutor_reply()
-        size = -(-len(self.reply) // self.chunks)
-        self.pieces = [self.reply[i:i + size] for i in range(0, len(self.reply), size)]
-        self.reset()
-
-    def reset(self) -> None:
-        self.in_flight = self.max_in_flight = self.calls = 0
-        self.late: list[float] = []
-        self.cpu0 = time.process_time()
-
-    def stats(self) -> dict[str, Any]:
-        late = sorted(self.late) or [0.0]
-        return {"calls": self.calls, "max_in_flight": self.max_in_flight,
-                "late_p50_ms": 1000 * pct(late, 50), "late_p99_ms": 1000 * pct(late, 99),
-                "late_max_ms": 1000 * late[-1], "cpu_s": time.process_time() - self.cpu0}
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                arrived = time.monotonic()
-                lines = head.decode("latin-1").split("\r\n")
-                method, target, _ = lines[0].split(" ", 2)
-                headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
-                length = int(headers.get("content-length") or 0)
-                body = await reader.readexactly(length) if length else b""
-                if target.endswith("/chat/completions"):
-                    await self.complete(json.loads(body), arrived, writer)
-                elif target.startswith("/stats"):
-                    out = self.stats()
-                    if "reset" in target:
-                        self.reset()
-                    self.send(writer, 200, "application/json", json.dumps(out).encode())
-                elif target == "/props":  # llama.cpp's: the context window
-                    self.send(writer, 200, "application/json", b'{"default_generation_settings":{"n_ctx":32768}}')
-                else:
-                    self.send(writer, 404, "application/json", b'{"error":{"message":"not found"}}')
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    @staticmethod
-    def send(writer: asyncio.StreamWriter, status: int, ctype: str, data: bytes) -> None:
-        writer.write(f"HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {len(data)}\r\n\r\n".encode()
-                     + data)
-
-    async def complete(self, body: dict[str, Any], arrived: float, writer: asyncio.StreamWriter) -> None:
-        self.calls += 1
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        usage = {"prompt_tokens": sum(len(m.get("content") or "") for m in body["messages"]) // 4,
-                 "completion_tokens": len(self.reply) // 4}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        try:
-            if not body.get("stream"):
-                await asyncio.sleep(max(0.0, arrived + self.delay - time.monotonic()))
-                data = {"id": "bench", "object": "chat.completion", "model": body["model"], "usage": usage,
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": self.reply}}]}
-                self.send(writer, 200, "application/json", json.dumps(data).encode())
-            else:
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-                for i, piece in enumerate(self.pieces):
-                    await asyncio.sleep(max(0.0, arrived + self.delay * (i + 1) / len(self.pieces) - time.monotonic()))
-                    chunk = {"id": "bench", "object": "chat.completion.chunk", "model": body["model"],
-                             "choices": [{"index": 0, "delta": {"content": piece},
-                                          "finish_reason": "stop" if i == len(self.pieces) - 1 else None}]}
-                    events = [chunk] + ([{"id": "bench", "choices": [], "usage": usage}] if i == len(self.pieces) - 1 else [])
-                    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
-                    if i == len(self.pieces) - 1:
-                        text += "data: [DONE]\n\n"
-                    data = text.encode()
-                    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-                writer.write(b"0\r\n\r\n")
-            await writer.drain()
-            self.late.append(time.monotonic() - arrived - self.delay)
-        finally:
-            self.in_flight -= 1
-
-
-def serve(delay: float, chunks: int) -> None:
-    async def main() -> None:
-        model = LoopbackModel(delay, chunks)
-        server = await asyncio.start_server(model.handle, "127.0.0.1", 0, backlog=4096)
-        print(server.sockets[0].getsockname()[1], flush=True)
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
-
-    asyncio.run(main())
-
-
-@contextmanager
-def loopback_model(delay: float, chunks: int):
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.load_bench", "--serve", "--delay", str(delay),
-                             "--chunks", str(chunks)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(proc.stdout.readline())
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.stdin.close()
-        proc.wait(10)
-
-
-def model_stats(root: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{root}/stats?reset", timeout=10) as response:
-        return json.loads(response.read())
-
-
 # ------------------------------------------------------------------ measuring
-
-
-def pct(values: list[float], p: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 class DBTrips:
@@ -282,18 +137,20 @@ class DBCalls:
 
             def call():
                 marks.append(time.monotonic())
+                cpu = time.thread_time()
                 try:
                     return fn(*args, **kwargs)
                 finally:
                     marks.append(time.monotonic())
+                    marks.append(time.thread_time() - cpu)
 
             try:
                 return await run(call)
             finally:
-                if len(marks) == 3:
+                if len(marks) == 4:
                     name = getattr(fn, "__name__", "?")
                     self.calls.setdefault(name, []).append(
-                        (marks[1] - marks[0], marks[2] - marks[1], time.monotonic() - marks[2]))
+                        (marks[1] - marks[0], marks[2] - marks[1], time.monotonic() - marks[2], marks[3]))
 
         store.run = timed_run
 
@@ -301,10 +158,22 @@ class DBCalls:
         out = {name: {"calls": len(rows), **{f"{part}_p50_ms": round(1000 * pct([r[i] for r in rows], 50), 1)
                                              for i, part in enumerate(("queued", "run", "resumed"))},
                       "run_p95_ms": round(1000 * pct([r[1] for r in rows], 95), 1),
+                      "cpu_mean_ms": round(1000 * statistics.fmean(r[3] for r in rows), 2),
                       "queued_p95_ms": round(1000 * pct([r[0] for r in rows], 95), 1)}
                for name, rows in sorted(self.calls.items())}
         self.calls = {}
         return out
+
+
+def rss_mb() -> float:
+    """This process's resident memory now (Linux), else its peak."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 async def loop_lag(samples: list[float], interval: float = 0.05) -> None:
@@ -344,7 +213,8 @@ class Run:
             "db_trips": {k: round(v / turns, 2) for k, v in self.trips.items()},
             "loop_lag_p99_ms": round(1000 * pct(self.lag, 99), 1), "loop_lag_max_ms": round(1000 * max(self.lag or [0]), 1),
             "max_in_flight": self.model.get("max_in_flight"), "model_late_p99_ms": round(self.model.get("late_p99_ms", 0), 1),
-            "model_cpu_s": round(self.model.get("cpu_s", 0), 2), "errors": self.errors,
+            "model_cpu_s": round(self.model.get("cpu_s", 0), 2), "rss_mb": self.model.get("rss_mb"),
+            "errors": self.errors,
             "db_calls": self.db_calls,
         }
 
@@ -357,7 +227,7 @@ def show(s: dict[str, Any]) -> None:
           f"{s['overhead_p50_ms']:.0f} ms p95 {s['overhead_p95_ms']:.0f} ms p99 {s['overhead_p99_ms']:.0f} ms | "
           f"CPU/turn {s['cpu_ms_per_turn']:.1f} ms (event loop {s['loop_cpu_ms_per_turn']:.1f} ms, busy {100 * s['loop_busy']:.0f}%){trips} | in flight {s['max_in_flight']} | loop lag p99 "
           f"{s['loop_lag_p99_ms']:.0f} ms max {s['loop_lag_max_ms']:.0f} ms | model late p99 "
-          f"{s['model_late_p99_ms']:.0f} ms, model CPU {s['model_cpu_s']:.1f} s"
+          f"{s['model_late_p99_ms']:.0f} ms, model CPU {s['model_cpu_s']:.1f} s | RSS {s['rss_mb']:.0f} MB"
           + (f" | ERRORS {s['errors']}" if s["errors"] else ""), flush=True)
 
 
@@ -365,7 +235,7 @@ def show_calls(calls: dict[str, dict[str, float]]) -> None:
     for name, c in calls.items():
         print(f"{'':>11}{name:<18} x{c['calls']:<5} queued p50 {c['queued_p50_ms']:6.1f} ms p95 "
               f"{c['queued_p95_ms']:6.1f} | run p50 {c['run_p50_ms']:6.1f} ms p95 {c['run_p95_ms']:6.1f} | "
-              f"back on the loop p50 {c['resumed_p50_ms']:6.1f} ms")
+              f"back on the loop p50 {c['resumed_p50_ms']:6.1f} ms | CPU {c['cpu_mean_ms']:.2f} ms")
 
 
 # ------------------------------------------------------------------ the learners
@@ -399,6 +269,7 @@ async def measured(label: str, learners: int, turns: int, delay: float, root: st
     for e in errors[:3]:
         print(f"  a learner failed: {type(e).__name__}: {e}", file=sys.stderr)
     stats = await asyncio.to_thread(model_stats, root)
+    stats["rss_mb"] = rss_mb()
     return Run(label, wall, (turns + 1) * delay, [o - delay for o in overheads], cpu,
                trips.take() if trips else {}, stats, lag, len(errors), calls.take() if calls else {}, loop_cpu)
 
@@ -534,11 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--breakdown", action="store_true", help="time each kind of database call")
     parser.add_argument("--profile", metavar="FILE", help="yappi CPU profile of the last run (pstats file)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.serve:
-        serve(args.delay, args.chunks)
-        return 0
     load = os.getloadavg()
     print(f"{args.learners} learners x ({args.turns} turns + opening), model delay {args.delay:g} s, "
           f"stream={'on' if args.stream else 'off'}, database={'PostgreSQL' if args.database_url else 'SQLite'}, "

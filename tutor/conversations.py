@@ -96,7 +96,7 @@ _MESSAGE_AT = select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_
                                      _MESSAGE.c.seq == bindparam("b_seq"))
 _MEMORY = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.text, _MESSAGE.c.reply_to_seq, _MESSAGE.c.parsed_json)
            .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
-_INSERT_MESSAGE = insert(_MESSAGE).returning(_MESSAGE.c.id)
+_INSERT_MESSAGE = insert(_MESSAGE)
 _PROGRESS, _AUDIT = ProgressRecord.__table__, AuditEvent.__table__
 # A turn's conversation row, the learner's progress in the module, and the tokens spent.
 _TURN_STATE = (
@@ -456,7 +456,8 @@ def _defaults(model: Any) -> dict[str, Any]:
 def _new_message(db: Any, **values: Any) -> StoredMessage:
     """Insert a message (model defaults for what is not given) and return it as stored."""
     values = _defaults(Message) | values
-    values["id"] = db.execute(_INSERT_MESSAGE, {k: v for k, v in values.items() if k != "id"}).scalar_one()
+    inserted = db.execute(_INSERT_MESSAGE, {k: v for k, v in values.items() if k != "id"})
+    values["id"] = inserted.inserted_primary_key[0]  # RETURNING on PostgreSQL, lastrowid on SQLite
     return StoredMessage(values)
 
 

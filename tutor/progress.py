@@ -121,12 +121,23 @@ def _phrase(text: str) -> str:
     return " ".join(words(text))
 
 
+# Folding every phrase on every turn cost ~1.6 ms of CPU per turn (benchmarks/load_bench):
+# computed once per loaded module object (modules are read-only once loaded).
+_PHRASES: dict[int, tuple[Module, dict[str, tuple[str, ...]]]] = {}
+
+
 def topic_phrases(module: Module) -> dict[str, tuple[str, ...]]:
     """topic id -> normalized phrases (title, keywords, aliases) that show engagement."""
+    cached = _PHRASES.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached[1]
     phrases = {}
     for topic in module.topics:
         found = (_phrase(p) for p in (topic.title, *topic.keywords, *topic.aliases))
         phrases[topic.id] = tuple(dict.fromkeys(p for p in found if p))
+    if len(_PHRASES) > 64:  # modules reloaded many times (tests): forget the old ones
+        _PHRASES.clear()
+    _PHRASES[id(module)] = (module, phrases)
     return phrases
 
 

@@ -185,22 +185,26 @@ class CheckAttempt(SQLModel, table=True):
 TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent, ReplyClaim, CheckAttempt)
 
 
+# Database calls at once: a server's round trips overlap; SQLite writes one at a time and
+# every call holds the GIL for most of its time, so more threads only add contention.
 DEFAULT_DB_THREADS = 8
-# A pooled PostgreSQL connection idle this long is pinged before use (a stale one is
-# replaced); one in steady use is not: a failure on it invalidates it and every pooled
-# connection older than the failure (SQLAlchemy's disconnect handling), so a restarted
-# server costs at most the statements in flight.
+DEFAULT_SQLITE_THREADS = 2
+# A pooled PostgreSQL connection idle this long is pinged before use and replaced if the
+# server has gone (pool_pre_ping pinged at every checkout: a round trip per session). One
+# used more recently is not: if the server went away meanwhile, the first statement on it
+# fails like any statement in flight (dbfaults tells the learner), and SQLAlchemy replaces
+# it and every pooled connection older than the failure.
 PING_AFTER_IDLE_S = 1.0
 
 T = TypeVar("T")
 
 
-def db_threads(env: Any = None) -> int:
+def db_threads(env: Any = None, *, sqlite: bool = False) -> int:
     """TUTOR_DB_THREADS: database calls one process runs at once (threads, and the pooled
     connections they use)."""
     raw = ((os.environ if env is None else env).get("TUTOR_DB_THREADS") or "").strip()
     try:
-        count = int(raw) if raw else DEFAULT_DB_THREADS
+        count = int(raw) if raw else DEFAULT_SQLITE_THREADS if sqlite else DEFAULT_DB_THREADS
     except ValueError:
         count = 0
     if count < 1:
@@ -214,8 +218,8 @@ class Store:
 
     def __init__(self, url: str | None = None, *, threads: int | None = None) -> None:
         self.url = url or database_url()
-        self.threads = threads or db_threads()
         sqlite = self.url.startswith("sqlite")
+        self.threads = threads or db_threads(sqlite=sqlite)
         options: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if sqlite else {}
         if not (sqlite and _in_memory(self.url)):  # a file or a server: a QueuePool
             options.update(pool_size=self.threads, max_overflow=10)
@@ -285,10 +289,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     # In WAL mode NORMAL syncs at checkpoints, not at every commit: a commit survives the app
-    # crashing, and the file is never corrupted, but a power cut may lose the last ones (the
-    # SQLite docs' advice for WAL). FULL cost an fsync per commit, each holding the write
-    # lock: SQLite then managed ~90 turns a second (TUTOR_DATABASE_URL=postgresql... keeps
-    # every commit on disk).
+    # crashing and the file is never corrupted, but a power cut may lose the last ones (the
+    # SQLite docs' advice for WAL). FULL cost an fsync per commit, three a turn, each one
+    # holding the only write lock. PostgreSQL keeps every commit on disk.
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.close()

@@ -17,6 +17,7 @@ FIRST_TEXT = (
 
 
 def test_blocks_of_a_real_reply_appear_before_it_is_complete(llama_app: RunningApp, page: Page) -> None:
+    page.set_default_timeout(120_000)  # a CPU model on a busy machine: the opening can take a while
     open_module(page, llama_app.url)  # the opening turn, streamed and stored
     tutor_before = page.locator(".msg-tutor").count()
     page.locator("#message").fill("What is anxiety, actually?")
