@@ -153,8 +153,8 @@ class Engine:
         return conversation_id in self._stops
 
     def _lock(self, conversation_id: int) -> asyncio.Lock:
-        # One reply at a time per conversation, in order (per process; the database's
-        # unique (conversation, seq) guards against a second process).
+        # One reply at a time per conversation, in order, in this process; other processes
+        # are kept out by the reply claim (tutor.claims).
         return self._locks.setdefault(conversation_id, asyncio.Lock())
 
     # -------------------------------------------------------------------- internals

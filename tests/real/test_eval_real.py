@@ -94,19 +94,23 @@ def test_every_turn_leaves_the_learner_a_reply(report, record_property):
 
 def test_no_turn_runs_to_max_tokens(report):
     """Runaway decoding is stopped early, not paid for. json_schema's grammar is bounded, so
-    its worst case fits max_tokens streamed or not; a streamed reply that loops is cut by the
-    repetition watcher (finish_reason "repetition"). A whole json_object reply has neither
-    guard, and the prompt strategy on a base model rambles in prose: not judged here."""
-    guarded = ("json_object", "json_schema") if report["stream"] else ("json_schema",)
+    its worst case fits max_tokens, streamed or not. json_object has no such bound: streamed,
+    the repetition watcher cuts a reply that loops (finish_reason "repetition"), but a reply
+    that rambles without repeating can still reach the limit — then it must say so (flag
+    `truncated`), never pass as complete. The prompt strategy on a base model rambles in
+    prose: not judged here."""
     for turn in report["turns"]:
-        if turn["strategy"] not in guarded:
+        if turn["strategy"] == "prompt":
             continue
         for a in calls(turn):
-            assert a["finish_reason"] != "length", where(turn)  # the server never hit the limit
-            if "tokens_estimated" not in a["flags"]:
-                # Counts the server reported; a stream our watcher cut has only an estimate
-                # (deliberately high, capped at max_tokens), which proves nothing either way.
-                assert a["tokens_out"] < MAX_TOKENS, where(turn)
+            if turn["strategy"] == "json_schema":
+                assert a["finish_reason"] != "length", where(turn)  # the server never hit the limit
+                if "tokens_estimated" not in a["flags"]:
+                    # Counts the server reported; a stream our watcher cut has only an estimate
+                    # (deliberately high, capped at max_tokens), which proves nothing either way.
+                    assert a["tokens_out"] < MAX_TOKENS, where(turn)
+            elif a["finish_reason"] == "length":
+                assert "truncated" in a["flags"], where(turn)
 
 
 def test_tutor_eval_prints_the_table(llama):
