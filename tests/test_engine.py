@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -25,14 +23,6 @@ MODULE = "understanding_anxiety"
 
 def run(coro):
     return asyncio.run(coro)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
-    s.migrate()
-    yield s
-    s.dispose()
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ import asyncio
 import hashlib
 import io
 import json
-from collections.abc import Iterator
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -21,7 +19,7 @@ from tests.fakes.wire import openai_reply, tutor_json
 from tutor.cli import main as cli
 from tutor.engine import Engine
 from tutor.llm.base import LearnerInput
-from tutor.llm.config import LLMSettings
+from tutor.llm.config import ConfigError, LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
@@ -32,14 +30,6 @@ MODULE = "understanding_anxiety"
 
 def run(coro):
     return asyncio.run(coro)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
-    s.migrate()
-    yield s
-    s.dispose()
 
 
 @pytest.fixture
@@ -262,3 +252,21 @@ def test_tutor_chat_json_prints_the_risk_flags_and_evidence(monkeypatch, tmp_pat
     crisis = turns[-1]
     assert "risk:self_harm" in crisis["flags"]
     assert crisis["risk"][0]["label"] == "self_harm" and crisis["risk"][0]["evidence"][0]["sha256"]
+
+
+@pytest.mark.parametrize("name,value", [
+    ("TUTOR_SAFETY_MODEL_SCREEN", "maybe"),
+    ("TUTOR_SAFETY_MIN_CONFIDENCE", "2"),
+    ("TUTOR_SAFETY_MIN_CONFIDENCE", "high"),
+    ("TUTOR_SAFETY_SCREEN_TIMEOUT", "0"),
+])
+def test_a_wrong_safety_setting_names_the_variable(name, value):
+    with pytest.raises(ConfigError, match=name):
+        SafetySettings.from_env({name: value})
+
+
+def test_safety_settings_from_the_environment():
+    assert SafetySettings.from_env({}) == SafetySettings()
+    on = SafetySettings.from_env({"TUTOR_SAFETY_MODEL_SCREEN": "on", "TUTOR_SAFETY_MIN_CONFIDENCE": "0.7",
+                                  "TUTOR_SAFETY_SCREEN_TIMEOUT": "5"})
+    assert (on.model_screen, on.min_confidence, on.deadline_s) == (True, 0.7, 5.0)

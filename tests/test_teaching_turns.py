@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -30,14 +28,6 @@ NUTSHELL = SAMPLE.find_check("anxiety_in_a_nutshell")[1]
 
 def run(coro):
     return asyncio.run(coro)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
-    s.migrate()
-    yield s
-    s.dispose()
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ Operators see learners' words here; learners never see any of it.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlmodel import col, select
 
+from tutor.risk.screen import span_hash
 from tutor.store import Conversation, Learner, Message, RiskEvent, Store, iso_utc, utcnow
 
 __all__ = ["ReviewItem", "mark_reviewed", "review_list"]
@@ -105,5 +105,5 @@ def _read_back(message: Message, evidence: dict[str, Any]) -> dict[str, Any]:
     text = message.text if field_id is None else str((message.answers or {}).get(field_id, ""))
     start, end = int(evidence.get("start", 0)), int(evidence.get("end", 0))
     snippet = text[start:end] if 0 <= start <= end <= len(text) else ""
-    verified = bool(snippet) and hashlib.sha256(snippet.encode("utf-8")).hexdigest() == evidence.get("sha256")
+    verified = bool(snippet) and span_hash(snippet) == evidence.get("sha256")
     return {"field": field_id, "start": start, "end": end, "snippet": snippet, "verified": verified}

@@ -202,6 +202,9 @@ class _Env:
         raise ConfigError(f"{name}={raw!r} is not a switch: set {name}=1 or {name}=0")
 
 
+EnvReader = _Env  # for settings outside the model backend's (the safety screen)
+
+
 def _check_range(name: str, raw: str, value: float, low, high) -> None:
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"at least {low}" if high is None else f"between {low} and {high}"
@@ -209,6 +212,8 @@ def _check_range(name: str, raw: str, value: float, low, high) -> None:
 
 
 _EXAMPLES = {
+    "TUTOR_SAFETY_MIN_CONFIDENCE": "0.5",
+    "TUTOR_SAFETY_SCREEN_TIMEOUT": "20",
     "TUTOR_LLM_TEMPERATURE": "0.7",
     "TUTOR_LLM_MAX_TOKENS": "2048",
     "TUTOR_LLM_TIMEOUT": "60",

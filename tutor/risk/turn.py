@@ -22,7 +22,7 @@ from typing import Any
 
 from tutor.contract import TutorResponse
 from tutor.llm.base import LearnerInput, Provider
-from tutor.llm.config import ConfigError, LLMSettings
+from tutor.llm.config import ConfigError, EnvReader, LLMSettings
 from tutor.llm.policy import AttemptRecord
 from tutor.risk.config import SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
@@ -40,28 +40,15 @@ class SafetySettings:
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SafetySettings:
-        env = os.environ if environ is None else environ
-        raw = env.get("TUTOR_SAFETY_MODEL_SCREEN", "off").strip().lower()
-        if raw not in ("on", "off", "1", "0", "true", "false", ""):
+        env = EnvReader(os.environ if environ is None else environ)
+        raw = (env.text("TUTOR_SAFETY_MODEL_SCREEN") or "off").lower()
+        if raw not in ("on", "off", "1", "0", "true", "false"):
             raise ConfigError(f"TUTOR_SAFETY_MODEL_SCREEN must be on or off (got {raw!r})")
         return cls(
             model_screen=raw in ("on", "1", "true"),
-            min_confidence=_number(env, "TUTOR_SAFETY_MIN_CONFIDENCE", 0.5, 0.0, 1.0),
-            deadline_s=_number(env, "TUTOR_SAFETY_SCREEN_TIMEOUT", 20.0, 0.1, 600.0),
+            min_confidence=env.number("TUTOR_SAFETY_MIN_CONFIDENCE", 0.5, low=0.0, high=1.0),
+            deadline_s=env.number("TUTOR_SAFETY_SCREEN_TIMEOUT", 20.0, low=0.1, high=600.0),
         )
-
-
-def _number(env: Any, name: str, default: float, low: float, high: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number from {low:g} to {high:g} (got {raw!r})") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{name} must be a number from {low:g} to {high:g} (got {raw!r})")
-    return value
 
 
 @dataclass(frozen=True)
