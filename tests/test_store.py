@@ -13,7 +13,7 @@ from tutor.settings import database_url
 from tutor.store import Conversation, Learner, Message, Store
 
 TABLES = {"learner", "conversation", "message", "progressrecord", "auditevent", "riskevent", "replyclaim",
-          "checkattempt", "alembic_version"}
+          "checkattempt", "account", "authsession", "turnreview", "alembic_version"}
 PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 
 

@@ -49,7 +49,12 @@ class Conversation(SQLModel, table=True):
 
 
 class Message(SQLModel, table=True):
-    __table_args__ = (sqlalchemy.UniqueConstraint("conversation_id", "seq"),)
+    __table_args__ = (
+        sqlalchemy.UniqueConstraint("conversation_id", "seq"),
+        # A learner message's id made in the browser: a double click, a retry after a
+        # reconnect or a second tab never stores the same message twice.
+        sqlalchemy.Index("ix_message_conversation_client", "conversation_id", "client_id", unique=True),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     conversation_id: int = Field(foreign_key="conversation.id", index=True)
@@ -67,6 +72,8 @@ class Message(SQLModel, table=True):
     form_states_json: str = "{}"  # form id -> {"status": open|submitted|skipped, "answers": {...}}
     # Tutor: the seq of the learner message this reply answers (None: the opening turn).
     reply_to_seq: int | None = None
+    # Learner: the id the browser made for this send (null: CLI, older rows).
+    client_id: str | None = Field(default=None, max_length=64)
     created_at: datetime = Field(default_factory=utcnow)
 
     @property
@@ -182,7 +189,44 @@ class CheckAttempt(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent, ReplyClaim, CheckAttempt)
+class Account(SQLModel, table=True):
+    """A person who signs in (TUTOR_AUTH=accounts or header). Their conversations and
+    progress are their learner's: `learner_id` links the account to the learner rows."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(index=True, unique=True, max_length=64)  # stored lower-case
+    password_hash: str | None = None  # argon2; null for accounts made from a proxy header
+    role: str = Field(default="learner", max_length=16)  # learner | operator
+    learner_id: int = Field(foreign_key="learner.id", unique=True)
+    disabled: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    last_sign_in_at: datetime | None = None
+
+
+class AuthSession(SQLModel, table=True):
+    """A signed-in browser: the SHA-256 of the session cookie's token, never the token."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(index=True, unique=True, max_length=64)
+    account_id: int = Field(foreign_key="account.id", index=True)
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime
+    last_seen_at: datetime = Field(default_factory=utcnow)
+
+
+class TurnReview(SQLModel, table=True):
+    """An operator's "reviewed" mark on a tutor turn that needed review (failed closed,
+    truncated, stopped, judge failed). Risk flags keep theirs on RiskEvent."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    message_id: int = Field(foreign_key="message.id", unique=True)
+    reviewed_at: datetime = Field(default_factory=utcnow)
+    reviewed_by: str = Field(max_length=128)
+    note: str | None = None
+
+
+TABLES = (Learner, Conversation, Message, ProgressRecord, AuditEvent, RiskEvent, ReplyClaim, CheckAttempt,
+          Account, AuthSession, TurnReview)
 
 
 # Database calls at once: a server's round trips overlap; SQLite writes one at a time and
