@@ -1,5 +1,6 @@
 """Reflex configuration. Database and Redis come from the environment (see README)."""
 
+import logging
 import os
 
 import reflex as rx
@@ -7,6 +8,8 @@ import reflex as rx
 from tutor.settings import database_url
 
 PORT = int(os.environ.get("TUTOR_PORT", "3000"))
+# Serve this machine only, as the README says, unless told otherwise (TUTOR_HOST=0.0.0.0).
+HOST = os.environ.get("TUTOR_HOST", "127.0.0.1")
 
 config = rx.Config(
     app_name="tutor",
@@ -15,6 +18,7 @@ config = rx.Config(
     # Production mode serves the compiled frontend and the event socket on one port.
     frontend_port=PORT,
     backend_port=PORT,
+    backend_host=HOST,
     show_built_with_reflex=False,
     telemetry_enabled=False,
     disable_plugins=[rx.plugins.SitemapPlugin],
@@ -45,3 +49,17 @@ def _respawn_crashed_workers() -> None:
 
 
 _respawn_crashed_workers()
+
+
+class _NoRunHint(logging.Filter):
+    """The first start sets up the frontend and Reflex then suggests `uv run reflex run`;
+    this project runs with scripts/run.sh, so that hint only misleads."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Initialized") and "reflex run" in message:
+            record.msg, record.args = message.split(". ", 1)[0] + ".", ()
+        return True
+
+
+logging.getLogger("reflex.reflex").addFilter(_NoRunHint())

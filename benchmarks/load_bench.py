@@ -44,7 +44,7 @@ import tempfile
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -339,6 +339,7 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     from tutor.llm.factory import make_provider
     from tutor.modules import load_library
     from tutor.store import Store
+    from tutor.usage import UsageLimits, UsageSettings
 
     env = {k: v for k, v in os.environ.items() if k.startswith("TUTOR_")}
     env.update(TUTOR_LLM_PROVIDER="openai", TUTOR_LLM_BASE_URL=f"{root}/v1", TUTOR_LLM_MODEL="bench-model",
@@ -349,7 +350,10 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     trips = DBTrips(store.engine, getattr(store, "_reader", None))  # the reads' own pool, if any
     calls = DBCalls(store)
     provider = make_provider(settings)
-    engine = Engine(store, provider, load_library(), settings)
+    # The service's own limits, as tutor.runtime makes them (turns per minute, daily
+    # tokens, the cap on model calls in flight), with the cap at --in-flight.
+    usage = UsageLimits(replace(UsageSettings.from_env(env), model_calls_in_flight=args.in_flight or args.learners))
+    engine = Engine(store, provider, load_library(), settings, usage=usage)
     out = []
     try:
         if not args.no_baseline:
@@ -404,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--breakdown", action="store_true", help="time each kind of database call")
     parser.add_argument("--profile", metavar="FILE", help="yappi CPU profile of the last run (pstats file)")
+    parser.add_argument("--in-flight", type=int, default=0,
+                        help="TUTOR_MODEL_CALLS_IN_FLIGHT for the engine (default: one per learner, no queue)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     load = os.getloadavg()

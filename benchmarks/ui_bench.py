@@ -119,6 +119,7 @@ def run(turns: int) -> dict:
         app = RunningApp.create(
             Path(tmp), TUTOR_LLM_PROVIDER="openai", TUTOR_LLM_BASE_URL=model.base_url,
             TUTOR_LLM_MODEL="bench-model",
+            TUTOR_TURNS_PER_MINUTE="0",  # one learner sends 200 turns as fast as they are answered
         )
         print(f"starting the app on {app.url} ...", file=sys.stderr)
         app.start()

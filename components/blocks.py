@@ -8,6 +8,7 @@ from collections.abc import Callable
 import reflex as rx
 
 from tutor.display import BlockItem, QuoteItem
+from tutor.state import ui
 
 _CALLOUT_LABEL = {"info": "Info", "warning": "Warning", "success": "Well done", "tip": "Tip"}
 _CALLOUT_ICON = {"info": "info", "warning": "triangle-alert", "success": "circle-check", "tip": "lightbulb"}
@@ -25,30 +26,32 @@ def _heading(block: rx.Var[BlockItem]) -> rx.Component:
     return rx.match(block.level, *levels[:-1], levels[-1][1])
 
 
-def _callout(kind: str, block: rx.Var[BlockItem]) -> rx.Component:
+def _callout(kind: str, block: rx.Var[BlockItem], words: rx.Var | None = None) -> rx.Component:
+    # `words` (the page's words in the module's language) comes as a prop of a memo; without it, English.
+    label = _CALLOUT_LABEL[kind] if words is None else ui(_CALLOUT_LABEL[kind], words)
     return rx.el.div(
         rx.el.p(
             rx.icon(_CALLOUT_ICON[kind], size=16, aria_hidden="true"),
-            rx.el.span(_CALLOUT_LABEL[kind]),
+            rx.el.span(label),
             class_name="callout-label",
         ),
         rendered(rx.el.div, block.html, class_name="md"),
         class_name=f"block block-callout block-{kind}",
         role="note",
-        aria_label=_CALLOUT_LABEL[kind],
+        aria_label=label,
     )
 
 
-def text_block(block: rx.Var[BlockItem]) -> rx.Component:
+def text_block(block: rx.Var[BlockItem], words: rx.Var | None = None) -> rx.Component:
     return rx.match(
         block.type,
         ("heading", _heading(block)),
         ("quote", rendered(rx.el.blockquote, block.html, class_name="block block-quote md")),
         ("list", rendered(rx.el.div, block.html, class_name="block block-list md")),
-        ("info", _callout("info", block)),
-        ("warning", _callout("warning", block)),
-        ("success", _callout("success", block)),
-        ("tip", _callout("tip", block)),
+        ("info", _callout("info", block, words)),
+        ("warning", _callout("warning", block, words)),
+        ("success", _callout("success", block, words)),
+        ("tip", _callout("tip", block, words)),
         rendered(rx.el.div, block.html, class_name="block block-paragraph md"),
     )
 

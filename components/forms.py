@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from tutor.display import FieldItem, FormItem, FormState, OptionItem
-from tutor.state import ChatState
+from tutor.state import ChatState, ui
 
 
 @dataclass
@@ -22,13 +22,14 @@ class FormContext:
     error_key: rx.Var[str]  # the form the server refused ("" unless this is the latest message)
     error_field: rx.Var[str]
     error: rx.Var[str]
+    words: rx.Var[dict[str, str]] | None = None  # the page's words in the module's language (ChatState.ui)
 
 
-def _label_text(field: rx.Var[FieldItem], *, group: bool = False) -> rx.Component:
+def _label_text(field: rx.Var[FieldItem], *, group: bool = False, words: rx.Var | None = None) -> rx.Component:
     """The label with a visible * when required. A single control says "required" to
     screen readers itself (its required attribute); a group of choices needs the words."""
-    words = rx.el.span(" (required)", class_name="sr-only") if group else rx.fragment()
-    mark = rx.cond(field.required, rx.fragment(rx.el.span(" *", class_name="req", aria_hidden="true"), words))
+    said = rx.el.span(" ", ui("(required)", words), class_name="sr-only") if group else rx.fragment()
+    mark = rx.cond(field.required, rx.fragment(rx.el.span(" *", class_name="req", aria_hidden="true"), said))
     return rx.el.span(field.label, mark, class_name="field-label")
 
 
@@ -74,7 +75,7 @@ def _choices(field: rx.Var[FieldItem], form: rx.Var[FormItem], ctx: FormContext,
         )
 
     return rx.el.fieldset(
-        rx.el.legend(_label_text(field, group=True)),
+        rx.el.legend(_label_text(field, group=True, words=ctx.words)),
         rx.foreach(field.options, option),
         _notes(field, form, ctx),
         class_name="field field-" + kind,
@@ -87,7 +88,7 @@ def _choices(field: rx.Var[FieldItem], form: rx.Var[FormItem], ctx: FormContext,
 
 def _single(field: rx.Var[FieldItem], form: rx.Var[FormItem], ctx: FormContext, control: rx.Component) -> rx.Component:
     return rx.el.div(
-        rx.el.label(_label_text(field), html_for=field.dom_id),
+        rx.el.label(_label_text(field, words=ctx.words), html_for=field.dom_id),
         control,
         _notes(field, form, ctx),
         class_name="field field-" + field.type,
@@ -108,7 +109,7 @@ def _field(form: rx.Var[FormItem], ctx: FormContext):
             (
                 "select",
                 _single(field, form, ctx, rx.el.select(
-                    rx.el.option(rx.cond(field.placeholder != "", field.placeholder, "Choose…"), value=""),
+                    rx.el.option(rx.cond(field.placeholder != "", field.placeholder, ui("Choose…", ctx.words)), value=""),
                     rx.foreach(field.options, lambda o: rx.el.option(o.label, value=o.value)),
                     **common,
                 )),
@@ -140,7 +141,7 @@ def _open_form(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
         rx.el.input(type="hidden", name="__form", value=form.key),
         rx.cond(
             form.has_required,
-            rx.el.p(rx.el.span("*", aria_hidden="true"), " marks a required answer.", class_name="form-note"),
+            rx.el.p(rx.el.span("*", aria_hidden="true"), " ", ui("marks a required answer.", ctx.words), class_name="form-note"),
         ),
         rx.foreach(form.fields, _field(form, ctx)),
         rx.el.p(
@@ -154,11 +155,11 @@ def _open_form(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
             rx.cond(
                 form.optional,
                 rx.el.button(
-                    "Skip",
+                    ui("Skip", ctx.words),
                     type="button",
                     class_name="btn btn-quiet",
                     on_click=ChatState.skip_form(form.key),
-                    aria_label=rx.cond(form.title != "", "Skip " + form.title, "Skip this form"),
+                    aria_label=rx.cond(form.title != "", ui("Skip", ctx.words) + " " + form.title, ui("Skip this form", ctx.words)),
                     id=form.dom_key + "-skip",
                 ),
             ),
@@ -168,13 +169,13 @@ def _open_form(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
         reset_on_submit=False,
         class_name="form-body",
         aria_labelledby=rx.cond(form.title != "", form.dom_key + "-title", ""),
-        aria_label=rx.cond(form.title != "", "", "Form"),
+        aria_label=rx.cond(form.title != "", "", ui("Form", ctx.words)),
     )
 
 
-def _answered(answers: rx.Var[list[str]]) -> rx.Component:
+def _answered(answers: rx.Var[list[str]], words: rx.Var | None) -> rx.Component:
     return rx.el.div(
-        rx.el.p(rx.icon("check", size=14, aria_hidden="true"), " Your answers", class_name="form-state"),
+        rx.el.p(rx.icon("check", size=14, aria_hidden="true"), " ", ui("Your answers", words), class_name="form-state"),
         rx.el.ul(rx.foreach(answers, lambda line: rx.el.li(line))),
         class_name="form-answered",
     )
@@ -189,13 +190,14 @@ def form_view(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
         rx.cond(form.description != "", rx.el.p(form.description, class_name="form-description")),
         rx.match(
             status,
-            ("submitted", _answered(answers)),
-            ("skipped", rx.el.p("Skipped — you can always tell me in your own words.", class_name="form-state form-skipped")),
+            ("submitted", _answered(answers, ctx.words)),
+            ("skipped", rx.el.p(ui("Skipped — you can always tell me in your own words.", ctx.words),
+                                class_name="form-state form-skipped")),
             rx.fragment(
                 _open_form(form, ctx),
                 rx.cond(
                     form.optional,
-                    rx.el.p("Optional — you can always just type instead.", class_name="form-optional"),
+                    rx.el.p(ui("Optional — you can always just type instead.", ctx.words), class_name="form-optional"),
                 ),
             ),
         ),
@@ -203,6 +205,6 @@ def form_view(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
         id="form-" + form.dom_key,
         data_form_key=form.key,
         data_status=status,
-        aria_label=rx.cond(form.title != "", "", "Form"),
+        aria_label=rx.cond(form.title != "", "", ui("Form", ctx.words)),
         aria_labelledby=rx.cond(form.title != "", form.dom_key + "-title", ""),
     )

@@ -13,7 +13,7 @@ from components.blocks import cited_quote, rendered, text_block
 from components.forms import FormContext, form_view
 from components.media import media_item
 from tutor.display import FormState, MessageItem
-from tutor.state import ChatState
+from tutor.state import ChatState, ui
 
 _TONE_ICONS = {
     "celebratory": "party-popper",
@@ -28,7 +28,7 @@ def _tone_icon(emotion: rx.Var[str]) -> rx.Component:
     return rx.match(emotion, *cases, rx.icon("graduation-cap", size=16, aria_hidden="true"))
 
 
-def _next_step(msg: rx.Var[MessageItem], latest: rx.Var[bool]) -> rx.Component:
+def _next_step(msg: rx.Var[MessageItem], latest: rx.Var[bool], words: rx.Var[dict[str, str]]) -> rx.Component:
     return rx.cond(
         (msg.prompt != "") | (msg.suggestions.length() > 0),
         rx.el.div(
@@ -48,7 +48,7 @@ def _next_step(msg: rx.Var[MessageItem], latest: rx.Var[bool]) -> rx.Component:
                     ),
                     class_name="chips",
                     role="group",
-                    aria_label=rx.cond(latest, "Suggested replies", "Earlier suggestions"),
+                    aria_label=rx.cond(latest, ui("Suggested replies", words), ui("Earlier suggestions", words)),
                 ),
             ),
             class_name="next-step",
@@ -56,11 +56,11 @@ def _next_step(msg: rx.Var[MessageItem], latest: rx.Var[bool]) -> rx.Component:
     )
 
 
-def _rest_of_fallback(msg: rx.Var[MessageItem]) -> rx.Component:
+def _rest_of_fallback(msg: rx.Var[MessageItem], words: rx.Var[dict[str, str]]) -> rx.Component:
     """The rest of a long unreadable reply, behind a native disclosure (keyboard and screen
     reader support come with the element)."""
     return rx.el.details(
-        rx.el.summary("Show the rest", class_name="fallback-more-toggle"),
+        rx.el.summary(ui("Show the rest", words), class_name="fallback-more-toggle"),
         rendered(rx.el.div, msg.more_html, class_name="md fallback-more-body"),
         class_name="fallback-more",
     )
@@ -70,15 +70,7 @@ def _tutor(msg: rx.Var[MessageItem], latest: rx.Var[bool], ctx: FormContext) -> 
     return rx.el.article(
         rx.el.div(
             rx.el.span(_tone_icon(msg.emotion), class_name="avatar", title="Tone: " + msg.tone),
-            rx.el.span("Tutor", class_name="who"),
-            rx.cond(
-                msg.milestone != "",
-                rx.el.span(
-                    rx.icon("party-popper", size=14, aria_hidden="true"),
-                    " Milestone: ", msg.milestone,
-                    class_name="badge milestone-badge",
-                ),
-            ),
+            rx.el.span(ui("Tutor", ctx.words), class_name="who"),
             class_name="msg-head",
         ),
         rx.cond(
@@ -86,32 +78,32 @@ def _tutor(msg: rx.Var[MessageItem], latest: rx.Var[bool], ctx: FormContext) -> 
             rx.el.div(
                 rx.el.p(rx.icon("file-text", size=14, aria_hidden="true"), " ", msg.notice, class_name="fallback-notice"),
                 rendered(rx.el.div, msg.html, class_name="md fallback-body"),
-                rx.cond(msg.more_html != "", _rest_of_fallback(msg)),
+                rx.cond(msg.more_html != "", _rest_of_fallback(msg, ctx.words)),
                 class_name="fallback",
             ),
-            rx.el.div(rx.foreach(msg.blocks, text_block), class_name="blocks"),
+            rx.el.div(rx.foreach(msg.blocks, lambda b: text_block(b, ctx.words)), class_name="blocks"),
         ),
         rx.cond(
             msg.quotes.length() > 0,
             rx.el.div(rx.foreach(msg.quotes, cited_quote), class_name="cited", role="group",
-                      aria_label="From the module's material"),
+                      aria_label=ui("From the module's material", ctx.words)),
         ),
         rx.foreach(msg.media, media_item),
         rx.foreach(msg.forms, lambda f: form_view(f, ctx)),
-        _next_step(msg, latest),
+        _next_step(msg, latest, ctx.words),
         class_name="msg msg-tutor emotion-" + msg.emotion,
         data_message_id=msg.id,
         data_emotion=msg.emotion,
-        aria_label="Tutor message",
+        aria_label=ui("Tutor message", ctx.words),
     )
 
 
-def _learner(msg: rx.Var[MessageItem]) -> rx.Component:
+def _learner(msg: rx.Var[MessageItem], words: rx.Var[dict[str, str]]) -> rx.Component:
     return rx.el.article(
         rendered(rx.el.div, msg.html, class_name="md"),
         class_name=rx.cond(msg.is_form_answer, "msg msg-learner msg-form-answer", "msg msg-learner"),
         data_message_id=msg.id,
-        aria_label=rx.cond(msg.is_form_answer, "Your form answers", "Your message"),
+        aria_label=rx.cond(msg.is_form_answer, ui("Your form answers", words), ui("Your message", words)),
     )
 
 
@@ -123,9 +115,11 @@ def message_view(
     error_key: rx.Var[str],
     error_field: rx.Var[str],
     error: rx.Var[str],
+    words: rx.Var[dict[str, str]],
 ) -> rx.Component:
-    ctx = FormContext(forms, error_key, error_field, error)
-    return rx.cond(msg.role == "learner", _learner(msg), _tutor(msg, latest, ctx))
+    # `words`: the page's words in the module's language (ChatState.ui), as a prop like the rest.
+    ctx = FormContext(forms, error_key, error_field, error, words)
+    return rx.cond(msg.role == "learner", _learner(msg, words), _tutor(msg, latest, ctx))
 
 
 def message(msg: rx.Var[MessageItem], forms: rx.Var[dict[str, FormState]]) -> rx.Component:
@@ -139,4 +133,5 @@ def message(msg: rx.Var[MessageItem], forms: rx.Var[dict[str, FormState]]) -> rx
         error_key=rx.cond(latest, ChatState.form_error_key, ""),
         error_field=rx.cond(latest, ChatState.form_error_field, ""),
         error=rx.cond(latest, ChatState.form_error, ""),
+        words=ChatState.ui,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from tutor.state import ChatState
+from tutor.state import ChatState, ui
 
 _P = ChatState.progress
 
@@ -27,28 +27,28 @@ def progress_bar(percent: rx.Var[int], *, label: rx.Var[str] | str, **props) -> 
 def progress_panel() -> rx.Component:
     return rx.el.section(
         rx.el.div(
-            progress_bar(_P.percent, label="Module progress", aria_valuetext=_P.summary, id="progress-bar"),
+            progress_bar(_P.percent, label=ui("Module progress"), aria_valuetext=_P.summary, id="progress-bar"),
             rx.el.strong(_P.percent.to_string() + "%", id="progress-percent", class_name="progress-percent"),
             class_name="progress-row",
         ),
         rx.el.p(
-            rx.el.span(_P.covered.to_string() + " of " + _P.total.to_string() + " topics", id="progress-count"),
+            rx.el.span(_P.count_text, id="progress-count"),  # words made on the server, in the module's language
             rx.cond(
                 _P.checked > 0,
                 rx.fragment(
                     rx.el.span(" · ", aria_hidden="true"),
-                    rx.el.span(_P.mastered.to_string() + " of " + _P.checked.to_string() + " mastered",
-                               id="progress-mastered", title="Topics whose check you have answered well"),
+                    rx.el.span(_P.mastered_text,
+                               id="progress-mastered", title=ui("Topics whose check you have answered well")),
                 ),
             ),
             rx.el.span(" · ", aria_hidden="true"),
-            rx.el.span(_P.remaining.to_string() + " to go", id="progress-remaining"),
+            rx.el.span(_P.remaining_text, id="progress-remaining"),
             rx.cond(
                 _P.total_sections > 0,
                 rx.fragment(
                     rx.el.span(" · ", aria_hidden="true"),
                     rx.el.span(
-                        "sections done: " + _P.sections_completed.to_string() + " of " + _P.total_sections.to_string(),
+                        _P.sections_text,
                         id="progress-sections",
                     ),
                 ),
@@ -63,30 +63,32 @@ def progress_panel() -> rx.Component:
                 rx.el.span(_P.section, class_name="section"),
                 class_name="module-state",
                 id="module-state",
-                aria_label=rx.cond(_P.phase != "", "Now: " + _P.phase + ", " + _P.section, "Now: " + _P.section),
+                aria_label=_P.now_text,
             ),
         ),
         class_name="progress-panel",
-        aria_label="Your progress",
+        id="progress-details",
+        aria_label=ui("Your progress"),
     )
 
 
 def milestone_banner() -> rx.Component:
-    """Shown once when a turn reaches a milestone; the motion stops for reduced-motion users."""
+    """Shown once when a turn reaches a milestone: the one celebration of it (the completion
+    view is the last one's). The motion stops for reduced-motion users."""
     return rx.el.div(
         rx.cond(
-            ChatState.milestone != "",
+            (ChatState.milestone != "") & ~ChatState.completion.complete,
             rx.el.div(
                 rx.el.span(rx.icon("party-popper", size=18, aria_hidden="true"), class_name="milestone-icon"),
                 rx.el.span(
-                    "Milestone reached: ", rx.el.strong(ChatState.milestone), " of the module. Well done!",
+                    ui("Milestone reached:"), " ", rx.el.strong(ChatState.milestone), " ", ui("of the module. Well done!"),
                     class_name="milestone-text",
                 ),
                 rx.el.button(
                     rx.icon("x", size=14, aria_hidden="true"),
                     type="button",
                     class_name="icon-btn",
-                    aria_label="Dismiss the milestone message",
+                    aria_label=ui("Dismiss the milestone message"),
                     on_click=ChatState.dismiss_milestone,
                     id="milestone-dismiss",
                 ),

@@ -11,7 +11,7 @@ from components.blocks import text_block
 from components.media import media_item
 from tutor.display import BlockItem
 from tutor.live import STREAM_BLOCKS, STREAM_TAILS, FormOutline
-from tutor.state import ChatState
+from tutor.state import ChatState, ui
 
 
 def _growing() -> rx.Component:
@@ -55,29 +55,29 @@ def _extras() -> rx.Component:
 
 
 @rx.memo
-def stream_block(block: rx.Var[BlockItem]) -> rx.Component:
+def stream_block(block: rx.Var[BlockItem], words: rx.Var[dict[str, str]]) -> rx.Component:
     # A memo with the block as a prop, as a stored message's blocks are rendered: a block
-    # type's nested matches cannot read the state directly.
-    return text_block(block)
+    # type's nested matches cannot read the state directly (nor the page's words: `words`).
+    return text_block(block, words)
 
 
 def streaming_reply() -> rx.Component:
     blocks = [
-        rx.cond(getattr(ChatState, f"stream_block_{i}").type != "", stream_block(block=getattr(ChatState, f"stream_block_{i}")))
+        rx.cond(getattr(ChatState, f"stream_block_{i}").type != "", stream_block(block=getattr(ChatState, f"stream_block_{i}"), words=ChatState.ui))
         for i in range(STREAM_BLOCKS)
     ]
     return rx.el.article(
         rx.el.div(
             rx.el.span(rx.icon("graduation-cap", size=16, aria_hidden="true"), class_name="avatar"),
-            rx.el.span("Tutor", class_name="who"),
-            rx.el.span("writing…", class_name="writing-label"),
+            rx.el.span(ui("Tutor"), class_name="who"),
+            rx.el.span(ui("writing…"), class_name="writing-label"),
             class_name="msg-head",
         ),
         rx.el.div(*blocks, _growing(), class_name="blocks"),
         _extras(),
         class_name="msg msg-streaming",
         id="streaming-reply",
-        aria_label="Tutor message, being written",
+        aria_label=ui("Tutor message, being written"),
         aria_busy="true",
     )
 

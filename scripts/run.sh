@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Install and serve Tutor on http://127.0.0.1:${TUTOR_PORT:-3000} (built-in tutor, SQLite).
+# TUTOR_HOST=0.0.0.0 serves other machines too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install.sh
+PIP_QUIET=2 scripts/install.sh  # errors still show; pip's notes about local indexes do not
 source scripts/env.sh
+# npm's own registry setting, so the first build does not probe mirrors (and log each miss).
+NPM_CONFIG_REGISTRY="${NPM_CONFIG_REGISTRY:-$(npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)}"
+export NPM_CONFIG_REGISTRY
 .venv/bin/tutor db migrate
 exec reflex run --env prod --single-port "$@"

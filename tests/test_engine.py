@@ -254,3 +254,26 @@ def test_migration_links_existing_replies_to_the_message_they_answer(tmp_path):
     store.migrate()
     assert [m.reply_to_seq for m in rows(store, 1)] == [None, None, 1]
     store.dispose()
+
+
+def test_per_conversation_locks_do_not_pile_up(engine: Engine) -> None:
+    """Each conversation's turns go one at a time, but a process serving many learners keeps
+    a lock only for conversations with a turn in flight (the map once grew by one entry
+    per conversation ever served)."""
+    import gc
+
+    async def go() -> None:
+        views = [await engine.open(f"many-{i}", MODULE) for i in range(30)]
+        for view in views:
+            await engine.send(view.id, LearnerInput(text="What does anxiety do in the body?"))
+        # Two turns of one conversation at once still run one after the other, in the
+        # order their messages were stored.
+        results = await asyncio.gather(engine.send(views[0].id, LearnerInput(text="first")),
+                                       engine.send(views[0].id, LearnerInput(text="second")))
+        for result in results:
+            assert result.reply.reply_to_seq == result.learner.seq
+        first, second = sorted(results, key=lambda r: r.learner.seq)
+        assert first.reply.seq < second.reply.seq
+    run(go())
+    gc.collect()
+    assert len(engine._locks) == 0

@@ -23,7 +23,7 @@ from sqlmodel import select
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import error
 from tutor.contract import is_safe_link, is_safe_media_src, parse
-from tutor.conversations import _audit_values
+from tutor.turn_store import _audit_values
 from tutor.display import message_item
 from tutor.engine import Engine
 from tutor.llm.base import LearnerInput

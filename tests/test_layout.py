@@ -6,7 +6,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ALLOWED = {ROOT / "tutor" / "tutor.py", ROOT / "tutor" / "state.py", ROOT / "tutor" / "home_state.py"}
+ALLOWED = {ROOT / "tutor" / "tutor.py", ROOT / "tutor" / "state.py", ROOT / "tutor" / "home_state.py",
+           ROOT / "tutor" / "auth_state.py", ROOT / "tutor" / "operator_state.py"}
 
 
 def _imports_reflex(path: Path) -> bool:

@@ -20,14 +20,14 @@ import socket
 import uuid
 from datetime import timedelta, timezone
 
-from sqlalchemy import delete, or_, update
+from sqlalchemy import bindparam, delete, insert, or_, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, func, select
 
 from tutor.dbfaults import DatabaseUnavailable, report
 from tutor.store import Message, ReplyClaim, Store, utcnow
 
-__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "current_holder", "drop", "holder_of", "newest_message_id", "release", "reply_id"]
+__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "claim_or_answered", "current_holder", "holder_of", "newest_message_id", "release"]
 
 log = logging.getLogger(__name__)
 
@@ -54,58 +54,78 @@ class ClaimLost(RuntimeError):
 def claim(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str | None = None) -> bool:
     """Claim the right to answer message `seq` (or renew our own claim). False while
     another worker holds an unexpired lease."""
+    with store.session() as s:
+        return _claim(s, conversation_id, seq, lease_s, holder or current_holder())
+
+
+def claim_or_answered(
+    store: Store, conversation_id: int, seq: int, lease_s: float, holder: str | None = None
+) -> tuple[bool, int | None]:
+    """One trip to the database for a turn about to be answered: claim message `seq`, then
+    look for a stored reply — in that order, so a reply stored before our claim is seen and
+    none can be stored after it (the claim is ours). (True, None): answer it; (False, id):
+    already answered (our claim, if we took one, is dropped); (False, None): another worker
+    is writing the reply."""
     holder = holder or current_holder()
+    with store.session() as s:
+        got = _claim(s, conversation_id, seq, lease_s, holder)
+        stored = _reply_id(s, conversation_id, seq)
+        if stored is not None and got:
+            release(s, conversation_id, seq, holder)
+            s.commit()
+            got = False
+    return got, stored
+
+
+# Built once (tutor.conversations does the same for the turn's hot statements): building
+# and caching statements per call cost more CPU than running them.
+_CLAIMS, _MESSAGES = ReplyClaim.__table__, Message.__table__
+_TAKE = (update(_CLAIMS)
+         .where(_CLAIMS.c.conversation_id == bindparam("b_conv"), _CLAIMS.c.learner_seq == bindparam("b_seq"),
+                or_(_CLAIMS.c.holder == bindparam("b_holder"), _CLAIMS.c.lease_until < bindparam("b_now")))
+         .values(holder=bindparam("b_holder"), lease_until=bindparam("b_until")))
+_NEW = insert(_CLAIMS)
+_DROP = delete(_CLAIMS).where(_CLAIMS.c.conversation_id == bindparam("b_conv"),
+                              _CLAIMS.c.learner_seq == bindparam("b_seq"), _CLAIMS.c.holder == bindparam("b_holder"))
+_REPLY_TO = (select(_MESSAGES.c.id).where(_MESSAGES.c.conversation_id == bindparam("b_conv"),
+                                          _MESSAGES.c.role == "tutor", _MESSAGES.c.reply_to_seq == bindparam("b_seq"))
+             .limit(1))
+_OPENING_REPLY = (select(_MESSAGES.c.id).where(_MESSAGES.c.conversation_id == bindparam("b_conv"),
+                                               _MESSAGES.c.role == "tutor", _MESSAGES.c.reply_to_seq.is_(None))
+                  .limit(1))
+
+
+def _claim(s: Session, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
     now = utcnow()
     until = now + timedelta(seconds=lease_s)
-    with store.session() as s:
-        taken = s.execute(
-            update(ReplyClaim)
-            .where(col(ReplyClaim.conversation_id) == conversation_id, col(ReplyClaim.learner_seq) == seq,
-                   or_(col(ReplyClaim.holder) == holder, col(ReplyClaim.lease_until) < now))
-            .values(holder=holder, lease_until=until)
-        )
-        if taken.rowcount:
-            s.commit()
-            return True
-        s.add(ReplyClaim(conversation_id=conversation_id, learner_seq=seq, holder=holder, lease_until=until))
-        try:
-            s.commit()
-        except IntegrityError:  # someone else's live claim
-            s.rollback()
-            return False
+    db = s.connection()
+    taken = db.execute(_TAKE, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder, "b_now": now,
+                               "b_until": until})
+    if taken.rowcount:
+        s.commit()
         return True
+    try:
+        db.execute(_NEW, {"conversation_id": conversation_id, "learner_seq": seq, "holder": holder,
+                          "lease_until": until, "created_at": now})
+        s.commit()
+    except IntegrityError:  # someone else's live claim
+        s.rollback()
+        return False
+    return True
 
 
 def release(session: Session, conversation_id: int, seq: int, holder: str | None = None) -> None:
     """Inside the transaction that stores the reply: drop our claim, or raise ClaimLost
     (the transaction then rolls back and nothing is stored)."""
     holder = holder or current_holder()
-    gone = session.execute(
-        delete(ReplyClaim).where(col(ReplyClaim.conversation_id) == conversation_id,
-                                 col(ReplyClaim.learner_seq) == seq, col(ReplyClaim.holder) == holder)
-    )
+    gone = session.connection().execute(_DROP, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder})
     if not gone.rowcount:
         raise ClaimLost(f"conversation {conversation_id}: message {seq} was taken over by another worker")
 
 
-def drop(store: Store, conversation_id: int, seq: int, holder: str | None = None) -> None:
-    """Give up our claim without storing anything (the message was answered meanwhile)."""
-    holder = holder or current_holder()
-    with store.session() as s:
-        s.execute(delete(ReplyClaim).where(col(ReplyClaim.conversation_id) == conversation_id,
-                                           col(ReplyClaim.learner_seq) == seq, col(ReplyClaim.holder) == holder))
-        s.commit()
-
-
-def reply_id(store: Store, conversation_id: int, seq: int) -> int | None:
-    """The stored tutor message answering `seq` (OPENING_SEQ: the opening turn), if any."""
-    with store.session() as s:
-        query = select(Message.id).where(Message.conversation_id == conversation_id, Message.role == "tutor")
-        if seq == OPENING_SEQ:
-            query = query.where(col(Message.reply_to_seq).is_(None))
-        else:
-            query = query.where(Message.reply_to_seq == seq)
-        return s.exec(query.limit(1)).first()
+def _reply_id(s: Session, conversation_id: int, seq: int) -> int | None:
+    query = _OPENING_REPLY if seq == OPENING_SEQ else _REPLY_TO
+    return s.connection().execute(query, {"b_conv": conversation_id, "b_seq": seq}).scalar()
 
 
 def newest_message_id(store: Store, conversation_id: int) -> int | None:

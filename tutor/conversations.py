@@ -10,36 +10,30 @@ event loop never waits on the database. Rules kept here:
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, insert, update
+from sqlalchemy import bindparam, insert, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from tutor.contract import Form, TutorResponse
 from tutor.forms import FormInputError, summarize_answers, validate_answers
-from tutor.llm.base import ChatMessage, LearnerInput
-from tutor.llm.errors import scrub, scrub_data
+from tutor.i18n import Phrase
+from tutor.llm.base import LearnerInput
 from tutor.progress import ProgressState
 from tutor.settings import MAX_MESSAGE_CHARS
-from tutor.store import (
-    AuditEvent, CheckAttempt, Conversation, Learner, Message, ProgressRecord, RiskEvent, Store, iso_utc, utcnow,
-)
+from tutor.store import Conversation, Learner, Message, ProgressRecord, Store, iso_utc, utcnow
 from tutor.views import ConversationSummary, MessageView
 
-# What the model reads in place of a reply that could not be shown as a lesson: short,
-# honest, and in the shape the model is asked to write.
-UNSHOWN_REPLY = json.dumps(
-    {"content": {"text_blocks": [{"type": "paragraph", "content": "(My previous reply could not be shown.)"}]},
-     "meta": {"response_type": "error"}}
-)
 
 
 class InputError(ValueError):
-    """Learner input refused before anything was stored; `message` is for the learner."""
+    """Learner input refused before anything was stored; `message` is for the learner
+    (a tutor.i18n.Phrase: English, and `localize` renders it in the conversation's language)."""
 
     def __init__(self, message: str, field_id: str | None = None) -> None:
         super().__init__(message)
@@ -55,6 +49,7 @@ class PendingTurn:
     learner: MessageView
     learner_input: LearnerInput
     prompt_text: str  # what the model reads as the learner's turn
+    duplicate: bool = False  # already stored by an earlier send with the same client id
 
 
 # Marks a conversation that still waits for the tutor's opening turn.
@@ -89,35 +84,17 @@ _LAST_MESSAGE = (select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam(
 _LAST_TUTOR = (select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
                                       _MESSAGE.c.role == "tutor")
                .order_by(_MESSAGE.c.seq.desc()).limit(1))
-_LAST_SEQ = select(func.max(_MESSAGE.c.seq)).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"))
 _ANSWERING = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.reply_to_seq)
               .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
 _MESSAGE_AT = select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
                                      _MESSAGE.c.seq == bindparam("b_seq"))
-_MEMORY = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.text, _MESSAGE.c.reply_to_seq, _MESSAGE.c.parsed_json)
-           .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
+_BY_CLIENT_ID = select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
+                                       _MESSAGE.c.client_id == bindparam("b_client"))
 _INSERT_MESSAGE = insert(_MESSAGE)
-_PROGRESS, _AUDIT = ProgressRecord.__table__, AuditEvent.__table__
-# A turn's conversation row, the learner's progress in the module, and the tokens spent.
-_TURN_STATE = (
-    select(*_CONVERSATION.c, _PROGRESS.c.covered_json.label("covered"), _PROGRESS.c.milestones_json.label("milestones"),
-           select(func.coalesce(func.sum(_AUDIT.c.tokens_in + _AUDIT.c.tokens_out), 0))
-           .where(_AUDIT.c.conversation_id == _CONVERSATION.c.id).scalar_subquery().label("tokens"))
-    .outerjoin(_PROGRESS, and_(_PROGRESS.c.learner_id == _CONVERSATION.c.learner_id,
-                               _PROGRESS.c.module_id == bindparam("b_module")))
-    .where(_CONVERSATION.c.id == bindparam("b_conversation"))
-)
 _SET_FORM_STATES = (update(_MESSAGE).where(_MESSAGE.c.id == bindparam("b_message"))
                     .values(form_states_json=bindparam("b_states")))
 _TOUCH_CONVERSATION = (update(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
                        .values(updated_at=bindparam("b_now")))
-_INSERT_AUDIT = insert(AuditEvent.__table__)
-_SET_PROGRESS = (update(ProgressRecord.__table__)
-                 .where(ProgressRecord.__table__.c.learner_id == bindparam("b_learner"),
-                        ProgressRecord.__table__.c.module_id == bindparam("b_module"))
-                 .values(covered_json=bindparam("b_covered"), milestones_json=bindparam("b_milestones"),
-                         updated_at=bindparam("b_now")))
-_INSERT_PROGRESS = insert(ProgressRecord.__table__)
 
 
 # ------------------------------------------------------------------- conversations
@@ -161,8 +138,18 @@ def get_conversation(store: Store, conversation_id: int) -> Conversation:
     with store.session(read_only=True) as s:
         row = s.connection().execute(_GET_CONVERSATION, {"b_conversation": conversation_id}).mappings().first()
     if row is None:
-        raise InputError("That conversation does not exist.")
+        raise InputError(Phrase("That conversation does not exist."))
     return Conversation(**row)
+
+
+def learner_key(store: Store, conversation_id: int) -> str:
+    """Whose conversation this is (usage limits count per learner, not per conversation)."""
+    with store.session(read_only=True) as s:
+        key = s.exec(select(Learner.key).join(Conversation, col(Conversation.learner_id) == Learner.id)
+                     .where(Conversation.id == conversation_id)).first()
+    if key is None:
+        raise InputError(Phrase("That conversation does not exist."))
+    return key
 
 
 def summaries(store: Store, learner_key: str) -> list[ConversationSummary]:
@@ -209,7 +196,7 @@ def conversation_state(store: Store, conversation_id: int) -> tuple[Conversation
     with store.session(read_only=True) as s:
         conv = s.get(Conversation, conversation_id)
         if conv is None:
-            raise InputError("That conversation does not exist.")
+            raise InputError(Phrase("That conversation does not exist."))
         learner = s.get(Learner, conv.learner_id)
         state = load_progress(s, conv.learner_id, conv.module_id)
         messages = _history(s, conversation_id)
@@ -219,20 +206,64 @@ def conversation_state(store: Store, conversation_id: int) -> tuple[Conversation
 # ------------------------------------------------------------------ learner turns
 
 
-def accept(store: Store, conversation_id: int, learner_input: LearnerInput) -> PendingTurn:
+def accept(
+    store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None = None
+) -> PendingTurn:
     """Check the learner's input and store it. Refused input raises InputError and stores
-    nothing."""
+    nothing. `client_id` (made by the browser for one send) makes this idempotent: a message
+    whose id is already stored is not stored again, and the stored one comes back with
+    `duplicate=True` (a double click, a retry after a reconnect, a second tab)."""
+    client_id = _clean_client_id(client_id)
+    for attempt in range(ACCEPT_TRIES):
+        if client_id is not None and (stored := _by_client_id(store, conversation_id, client_id)) is not None:
+            return stored
+        try:
+            return _accept_once(store, conversation_id, learner_input, client_id)
+        except IntegrityError:
+            # Another accept got in first: the same send (the unique index on the client id
+            # decided; the lookup above now finds it), or another message that took this seq.
+            if attempt == ACCEPT_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+ACCEPT_TRIES = 5
+CLIENT_ID_CHARS = 64  # Message.client_id's column size
+
+
+def _clean_client_id(client_id: str | None) -> str | None:
+    """The browser's id for a send, or None; one that cannot be stored is refused."""
+    if client_id is None or not str(client_id).strip():
+        return None
+    client_id = str(client_id).strip()
+    if len(client_id) > CLIENT_ID_CHARS or not client_id.isprintable():
+        raise InputError(Phrase("This message could not be sent. Please reload the page and try again."))
+    return client_id
+
+
+def _by_client_id(store: Store, conversation_id: int, client_id: str) -> PendingTurn | None:
+    with store.session(read_only=True) as s:
+        row = s.connection().execute(
+            _BY_CLIENT_ID, {"b_conversation": conversation_id, "b_client": client_id}).mappings().first()
+    if row is None:
+        return None
+    return dataclasses.replace(_pending_from_row(StoredMessage(row)), duplicate=True)
+
+
+def _accept_once(
+    store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None
+) -> PendingTurn:
     with store.session() as s:
         db = s.connection()
         last = _last_message(s, conversation_id)
         if last is None and db.execute(_CONVERSATION_EXISTS, {"b_conversation": conversation_id}).first() is None:
-            raise InputError("That conversation does not exist.")
+            raise InputError(Phrase("That conversation does not exist."))
         last_tutor = last if last is None or last.role == "tutor" else _last_tutor(s, conversation_id)
         if learner_input.is_form:
             form_id = learner_input.form_id or ""
             form = open_form(last_tutor, form_id)
             if form is None:
-                raise InputError(f"The form {form_id!r} is not open in this conversation.")
+                raise InputError(Phrase("The form {form_id!r} is not open in this conversation.", form_id=form_id))
             try:
                 answers = validate_answers(form, learner_input.answers or {})
             except FormInputError as exc:
@@ -241,19 +272,19 @@ def accept(store: Store, conversation_id: int, learner_input: LearnerInput) -> P
         else:
             text = (learner_input.text or "").strip()
             if not text:
-                raise InputError("Type a message first.")
+                raise InputError(Phrase("Type a message first."))
             if len(text) > MAX_MESSAGE_CHARS:
-                raise InputError(
-                    f"That message is {len(text)} characters long; the limit is "
-                    f"{MAX_MESSAGE_CHARS}. Please shorten it or split it in two."
-                )
+                raise InputError(Phrase(
+                    "That message is {length} characters long; the limit is {limit}. "
+                    "Please shorten it or split it in two.", length=len(text), limit=MAX_MESSAGE_CHARS,
+                ))
             answers, form_id = None, None
         if last_tutor is not None:
             before = last_tutor.form_states_json
             _close_forms(last_tutor, submitted=form_id, answers=answers)
             if last_tutor.form_states_json != before:
                 db.execute(_SET_FORM_STATES, {"b_message": last_tutor.id, "b_states": last_tutor.form_states_json})
-        row = _new_message(
+        row = new_message(
             db,
             conversation_id=conversation_id,
             seq=0 if last is None else last.seq + 1,
@@ -261,6 +292,7 @@ def accept(store: Store, conversation_id: int, learner_input: LearnerInput) -> P
             text=text,
             form_id=form_id,
             answers_json=json.dumps(answers, ensure_ascii=False) if answers else None,
+            client_id=client_id,
         )
         db.execute(_TOUCH_CONVERSATION, {"b_conversation": conversation_id, "b_now": utcnow()})
         s.commit()
@@ -304,158 +336,18 @@ def first_unanswered(rows: Iterable[tuple[int, str, int | None]]) -> int | None:
     return next((seq for seq, role, _ in rows if role == "learner" and seq not in answered), None)
 
 
-# ------------------------------------------------------------------ tutor turns
-
-
-@dataclass(frozen=True)
-class TurnInputs:
-    conversation: Conversation
-    progress: ProgressState
-    history: list[ChatMessage]  # what the model reads of the past
-    turn_index: int
-    tokens_used: int  # by this conversation so far (budgets)
-
-
-def turn_inputs(store: Store, conversation_id: int, module_id: str, upto: int | None) -> TurnInputs:
-    """Everything said before learner message `upto` (and replies to earlier messages that
-    were stored after it); never that message or later learner messages."""
-    with store.session(read_only=True) as s:
-        db = s.connection()
-        found = db.execute(_TURN_STATE, {"b_conversation": conversation_id, "b_module": module_id}).mappings().first()
-        assert found is not None
-        rows = db.execute(_MEMORY, {"b_conversation": conversation_id}).all()
-    conv = Conversation(**{name: found[name] for name in _CONVERSATION.c.keys()})
-    before = _progress_state(found["covered"] or "[]", found["milestones"] or "[]")
-    tokens_used = found["tokens"]
-    past: list[ChatMessage] = []
-    turns = 0
-    for row in rows:
-        if upto is not None and row.role == "learner" and row.seq >= upto:
-            continue
-        if upto is not None and row.role == "tutor" and (row.reply_to_seq or -1) >= upto:
-            continue
-        if row.role == "learner":
-            turns += 1
-            past.append(ChatMessage("user", row.text))
-        else:
-            past.append(ChatMessage("assistant", model_memory(row)))
-    return TurnInputs(conv, before, past, turns + (1 if upto is not None else 0), int(tokens_used or 0))
-
-
-def model_memory(row: Any) -> str:
-    """What the model reads of one of its past replies (a Message, or a row with its
-    `parsed_json`): the reply as the learner saw it (compact JSON), or a one-line stand-in
-    for raw text that could not be shown — a failed reply read back word for word costs
-    hundreds of tokens and teaches the model its mistake."""
-    if row.parsed_json:
-        return _compact(row.parsed_json)
-    return UNSHOWN_REPLY
-
-
-@functools.lru_cache(maxsize=4096)
-def _compact(parsed_json: str) -> str:
-    # Stored replies never change, and every turn reads them all again.
-    return json.dumps(json.loads(parsed_json), ensure_ascii=False, separators=(",", ":"))
-
-
-def store_reply(
-    store: Store,
-    conv: Conversation,
-    module_id: str,
-    *,
-    raw: str,
-    shown: TutorResponse | None,
-    outcome: str,
-    flags: list[str],
-    attempts: list[Any],
-    state: ProgressState,
-    reply_to_seq: int | None,
-    risks: Iterable[RiskEvent] = (),
-    guard: Callable[[Session], None] | None = None,
-    checks: Iterable[dict[str, Any]] = (),
-) -> MessageView:
-    """The tutor's reply, one audit row per model call, the learner's progress, the
-    safety screen's flags for review and the judged answers (CheckAttempt fields, plain
-    data), in one transaction. `guard` runs first in that
-    transaction and may raise to store nothing (tutor.claims.release: the reply claim)."""
-    forms = (shown.content.forms or []) if shown else []
-    conversation_id = conv.id or 0
-    with store.session() as s:
-        if guard is not None:
-            guard(s)
-        db = s.connection()
-        last_seq = db.execute(_LAST_SEQ, {"b_conversation": conversation_id}).scalar()
-        row = _new_message(
-            db,
-            conversation_id=conversation_id,
-            seq=0 if last_seq is None else last_seq + 1,
-            role="tutor",
-            raw=raw,
-            parsed_json=json.dumps(shown.to_json_dict(), ensure_ascii=False) if shown else None,
-            outcome=outcome,
-            flags_json=json.dumps(flags),
-            form_states_json=json.dumps({f.id: {"status": "open"} for f in forms}),
-            reply_to_seq=reply_to_seq,
-        )
-        if attempts:
-            db.execute(_INSERT_AUDIT, [_audit_values(conversation_id, row.id, a) for a in attempts])
-        for risk in risks:
-            risk.reply_id = row.id
-            s.add(risk)
-        for judged in checks:
-            s.add(CheckAttempt(**judged, reply_id=row.id))
-        payload = state.to_dict()
-        covered, milestones = json.dumps(list(payload["covered"])), json.dumps(list(payload["milestones"]))
-        now = utcnow()
-        if not db.execute(_SET_PROGRESS, {"b_learner": conv.learner_id, "b_module": module_id, "b_covered": covered,
-                                          "b_milestones": milestones, "b_now": now}).rowcount:
-            db.execute(_INSERT_PROGRESS, {"learner_id": conv.learner_id, "module_id": module_id,
-                                          "covered_json": covered, "milestones_json": milestones, "updated_at": now})
-        db.execute(_TOUCH_CONVERSATION, {"b_conversation": conversation_id, "b_now": utcnow()})
-        s.commit()
-        return MessageView.from_row(row)  # type: ignore[arg-type]
-
-
 # ------------------------------------------------------------------------ helpers
 
-_AUDIT_COLUMNS = {
-    "attempt", "provider", "model", "strategy", "latency_ms", "tokens_in", "tokens_out",
-    "outcome", "flags", "error_class",
-}
-
-
-def _audit_values(conversation_id: int, message_id: int | None, attempt: Any) -> dict[str, Any]:
-    data = attempt.to_json_dict() if hasattr(attempt, "to_json_dict") else {}
-    # Error text may quote what an endpoint sent back (a 401 echoing the key): scrubbed here,
-    # the one way into the audit table, whatever the caller already did.
-    detail = scrub_data({k: v for k, v in data.items() if k not in _AUDIT_COLUMNS})
-    return _defaults(AuditEvent) | dict(
-        conversation_id=conversation_id,
-        message_id=message_id,
-        attempt=attempt.attempt,
-        provider=attempt.provider,
-        model=attempt.model,
-        strategy=attempt.strategy,
-        latency_ms=attempt.latency_ms,
-        tokens_in=attempt.tokens_in,
-        tokens_out=attempt.tokens_out,
-        outcome=attempt.outcome,
-        flags_json=json.dumps(list(attempt.flags)),
-        error_class=scrub(attempt.error_class) if attempt.error_class else attempt.error_class,
-        detail_json=json.dumps(detail, ensure_ascii=False),
-    )
-
-
-def _defaults(model: Any) -> dict[str, Any]:
+def defaults_of(model: Any) -> dict[str, Any]:
     """A table model's field defaults (its factories called), as a new row would have them."""
     return {name: field.default_factory() if field.default_factory is not None else field.default
             for name, field in model.model_fields.items()
             if name != "id" and (field.default_factory is not None or not field.is_required())}
 
 
-def _new_message(db: Any, **values: Any) -> StoredMessage:
+def new_message(db: Any, **values: Any) -> StoredMessage:
     """Insert a message (model defaults for what is not given) and return it as stored."""
-    values = _defaults(Message) | values
+    values = defaults_of(Message) | values
     inserted = db.execute(_INSERT_MESSAGE, {k: v for k, v in values.items() if k != "id"})
     values["id"] = inserted.inserted_primary_key[0]  # RETURNING on PostgreSQL, lastrowid on SQLite
     return StoredMessage(values)
@@ -491,10 +383,10 @@ def progress_row(s: Session, learner_id: int, module_id: str) -> ProgressRecord:
 
 def load_progress(s: Session, learner_id: int, module_id: str) -> ProgressState:
     row = progress_row(s, learner_id, module_id)
-    return _progress_state(row.covered_json, row.milestones_json)
+    return progress_state(row.covered_json, row.milestones_json)
 
 
-def _progress_state(covered_json: str, milestones_json: str) -> ProgressState:
+def progress_state(covered_json: str, milestones_json: str) -> ProgressState:
     return ProgressState.from_dict({"covered": json.loads(covered_json), "milestones": json.loads(milestones_json)})
 
 

@@ -27,6 +27,7 @@ import sqlalchemy
 import sqlalchemy.exc
 
 from tutor import settings
+from tutor.i18n import N_
 
 __all__ = [
     "DatabaseUnavailable", "FORM_NOT_SAVED", "MESSAGE_NOT_SAVED", "REPLY_NOT_SAVED", "UNAVAILABLE",
@@ -37,11 +38,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # What the learner reads (no causes, no addresses: those are the operator's).
-MESSAGE_NOT_SAVED = "We couldn't save your message just now — it's still in the box. Please try again in a moment."
-FORM_NOT_SAVED = "We couldn't save your answers just now — they're still in the form. Please try again in a moment."
-REPLY_NOT_SAVED = ("We couldn't save the tutor's reply just now. Your message is saved — send another message "
-                   "or reload the page in a moment, and the tutor will answer it.")
-UNAVAILABLE = "Tutor is unavailable right now. Please try again in a few minutes."
+# Catalogue msgids: the page shows them in the learner's language (tutor.i18n.localize).
+MESSAGE_NOT_SAVED = N_("We couldn't save your message just now — it's still in the box. Please try again in a moment.")
+FORM_NOT_SAVED = N_("We couldn't save your answers just now — they're still in the form. Please try again in a moment.")
+REPLY_NOT_SAVED = N_("We couldn't save the tutor's reply just now. Your message is saved — send another message "
+                     "or reload the page in a moment, and the tutor will answer it.")
+UNAVAILABLE = N_("Tutor is unavailable right now. Please try again in a few minutes.")
 
 PG_EXAMPLE = "postgresql+psycopg2://tutor:PASSWORD@127.0.0.1:5432/tutor"
 REPEAT_S = 30.0  # the same operator line is logged at most once this often (a fault hits every learner)

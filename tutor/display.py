@@ -17,20 +17,22 @@ from pydantic import ValidationError
 from tutor.contract import Form, TutorResponse, is_safe_media_src
 from tutor.contract.extract import clean
 from tutor.forms import answer_lines
+from tutor.i18n import N_, Translator, translator
 from tutor.markdown import render, render_inline
 from tutor.progress_display import ModuleCard, ProgressItem, module_card, progress_item  # noqa: F401 (re-exported)
 from tutor.views import MessageView
 
-INVALID_NOTICE = "The tutor's reply couldn't be read as a structured lesson, so it is shown as plain text."
-MEDIA_UNAVAILABLE = "This media could not be shown."
-WITHHELD_MEDIA = "A media item was left out because its source is not allowed."
+# Catalogue msgids (tutor.i18n): message_item shows them in the conversation's language.
+INVALID_NOTICE = N_("The tutor's reply couldn't be read as a structured lesson, so it is shown as plain text.")
+MEDIA_UNAVAILABLE = N_("This media could not be shown.")
+WITHHELD_MEDIA = N_("A media item was left out because its source is not allowed.")
 # An unreadable reply shows its first ~1,200 characters (a screenful) at once; the rest
 # waits behind "Show the rest". A reply at most FALLBACK_SLACK longer is shown whole.
 FALLBACK_CHARS = 1200
 FALLBACK_SLACK = 300
 # What one reply may put on the page (tables and HTML: tutor.markdown, over the whole message).
 MAX_BLOCKS, MAX_MEDIA, MAX_QUOTES, MAX_SUGGESTIONS = 60, 10, 10, 8
-MORE_BLOCKS = "(the rest of this reply is too long to show)"
+MORE_BLOCKS = N_("(the rest of this reply is too long to show)")
 
 # Tone is shown quietly: an icon and an accent colour, named for those who hover or listen.
 TONES = {
@@ -137,7 +139,9 @@ class MessageItem:
     plain: str = ""  # a short text version, for screen-reader announcements
 
 
-def message_item(view: MessageView) -> MessageItem:
+def message_item(view: MessageView, language: str | None = None) -> MessageItem:
+    """A stored message as the page shows it; the app's own words in `language`."""
+    t = translator(language)
     if view.role == "learner":
         return MessageItem(
             id=view.id,
@@ -155,20 +159,21 @@ def message_item(view: MessageView) -> MessageItem:
             role="tutor",
             html=render(shown, budget),
             more_html=render(rest, budget) if rest else "",
-            notice=INVALID_NOTICE,
+            notice=t(INVALID_NOTICE),
             plain=_plain(view.raw or ""),
         )
     content, meta = response.content, response.meta
     blocks = [block_item(b.type, b.content, b.level, budget) for b in content.text_blocks[:MAX_BLOCKS]]
     if len(content.text_blocks) > MAX_BLOCKS:
-        blocks.append(BlockItem("paragraph", f'<p class="render-capped">{MORE_BLOCKS}</p>\n'))
+        blocks.append(BlockItem("paragraph", f'<p class="render-capped">{t(MORE_BLOCKS)}</p>\n'))
     media = [media_item(m) for m in (view.response or {}).get("content", {}).get("media") or []]
     if "unsafe_media" in view.flags:
         media += withheld_media(view.raw or "")
-    media = media[:MAX_MEDIA]
+    media = [dataclasses.replace(m, fallback=t(m.fallback)) if m.fallback in (MEDIA_UNAVAILABLE, WITHHELD_MEDIA) else m
+             for m in media[:MAX_MEDIA]]
     forms = []
     for index, form in enumerate(content.forms or []):
-        item = form_item(view.id, form, index)
+        item = form_item(view.id, form, index, t)
         state = view.form_states.get(form.id) or {}
         item.status = str(state.get("status") or "open")
         if item.status == "submitted":
@@ -311,13 +316,13 @@ def withheld_media(raw: str) -> list[MediaItem]:
     return [m for m in out if m.refused] or [MediaItem("image", "", "", "", WITHHELD_MEDIA, "Image", refused=True)]
 
 
-def form_item(message_id: int, form: Form, index: int = 0) -> FormItem:
+def form_item(message_id: int, form: Form, index: int = 0, t: Translator | None = None) -> FormItem:
     key = f"{message_id}-{form.id}"
     dom_key = f"m{message_id}f{index}"
     fields = []
     for i, f in enumerate(form.fields):
         dom_id = f"{dom_key}-{i}"
-        hint = _range_hint(f.min, f.max) if f.type == "number" else ""
+        hint = _range_hint(f.min, f.max, t or translator(None)) if f.type == "number" else ""
         described = [f"{dom_id}-error", f"{dom_id}-check"]
         if f.help_text or hint:
             described.insert(0, f"{dom_id}-help")
@@ -381,18 +386,21 @@ def form_values(form: Form, items: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     for name, value in items:
         if name in checkbox:
             values.setdefault(name, []).append(value)
+        elif name in values:  # one choice sent twice (a tampered page): the check refuses it
+            previous = values[name]
+            values[name] = [*(previous if isinstance(previous, list) else [previous]), value]
         else:
             values[name] = value
     return values
 
 
-def _range_hint(low: float | None, high: float | None) -> str:
+def _range_hint(low: float | None, high: float | None, t: Translator) -> str:
     if low is not None and high is not None:
-        return f"A number from {_num(low)} to {_num(high)}."
+        return t("A number from {low} to {high}.", low=_num(low), high=_num(high))
     if low is not None:
-        return f"A number of at least {_num(low)}."
+        return t("A number of at least {low}.", low=_num(low))
     if high is not None:
-        return f"A number of at most {_num(high)}."
+        return t("A number of at most {high}.", high=_num(high))
     return ""
 
 

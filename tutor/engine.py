@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import weakref
 
 from sqlmodel import SQLModel
 
-from tutor import claims
+from tutor import claims, turn_store
 from tutor import conversations as db
 from tutor import dbfaults
 from tutor import progress as progress_mod
@@ -24,13 +25,17 @@ from tutor.contract import ParsedReply
 from tutor.conversations import OPENING, InputError, PendingTurn
 from tutor.llm.base import CompletionRequest, LearnerInput, Provider, TurnContext
 from tutor.llm.config import LLMSettings
+from tutor.llm.gate import ModelGate, gated, reporting
+from tutor.i18n import translator
 from tutor.llm.policy import PolicyResult, apology_response, run_turn
+from tutor.llm.replies import ENGINE_ERROR_TEXT, localize_own_words
 from tutor.llm.streaming import TurnListener
 from tutor.modules import Library, Module
 from tutor.progress import ProgressState
-from tutor.risk.turn import FAILED_LABEL, SafetySettings, TurnScreen, safety_reply, screen_turn
+from tutor.risk.turn import SafetySettings, TurnScreen, safety_reply, screen_turn, texts_of
 from tutor.settings import REPLY_LEASE_S
-from tutor.store import RiskEvent, Store
+from tutor.store import Store
+from tutor.usage import LimitReached, UsageLimits
 from tutor.views import ConversationSummary, ConversationView, MessageView, ProgressView, TurnResult
 
 __all__ = ["Engine", "InputError", "PendingTurn"]
@@ -39,26 +44,28 @@ log = logging.getLogger(__name__)
 
 CLAIM_POLL_S = 0.5  # how often a worker waiting on another's reply looks for it
 
-ENGINE_ERROR_TEXT = (
-    "Sorry — something went wrong on my side while preparing that answer. Your message is "
-    "saved; you can send it again or carry on."
-)
-
-
 class Engine:
     def __init__(
         self, store: Store, provider: Provider, library: Library, settings: LLMSettings,
-        safety: SafetySettings | None = None,
+        safety: SafetySettings | None = None, usage: UsageLimits | None = None,
     ) -> None:
         self.store = store
+        # Usage limits (tutor.usage) and the cap on model calls in flight (tutor.llm.gate),
+        # which every call of the provider waits for; None: no limits (tools, tests).
+        self.usage = usage
+        self.gate = ModelGate(usage.settings.model_calls_in_flight or None) if usage else None
+        provider = gated(provider, self.gate)
         self.provider = provider
         self.library = library
         self.settings = settings
         self.safety = safety or SafetySettings()
         self.lease_s = REPLY_LEASE_S
         self._holder: str | None = None  # who answers, in reply claims (default: this process)
-        self._locks: dict[int, asyncio.Lock] = {}
+        # Held only while in use: a conversation's lock goes when no turn holds or awaits it,
+        # so the map stays as small as the turns in flight, however many conversations pass.
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._stops: dict[int, asyncio.Event] = {}  # turns being written, by conversation
+        self._learner_keys: dict[int, str] = {}  # whose each conversation is (limits count per learner)
 
     @property
     def holder(self) -> str:
@@ -78,7 +85,12 @@ class Engine:
         A new conversation begins with the tutor's opening turn; with defer_opening the
         caller asks for it later with respond_pending (so a page never waits on a model)."""
         module = self.library.get(module_id)  # raises ModuleNotServable with the check message
+        if new and self.usage:  # start over: new conversations per day
+            await self._limited(self.usage.admit_conversation(learner_key))
         conversation_id, created = await self.store.run(db.find_or_create, self.store, learner_key, module.id, new)
+        self._learner_keys[conversation_id] = learner_key
+        if created and not new and self.usage:  # a module's first conversation: counted, never refused
+            await self.usage.admit_conversation(learner_key, refusable=False)
         if created and not defer_opening:
             await self.respond_pending(conversation_id)
         return await self.store.run(self._view, conversation_id)
@@ -110,16 +122,21 @@ class Engine:
         pending = await self.accept(conversation_id, learner_input)
         return await self.respond(pending)
 
-    async def accept(self, conversation_id: int, learner_input: LearnerInput) -> PendingTurn:
+    async def accept(
+        self, conversation_id: int, learner_input: LearnerInput, client_id: str | None = None
+    ) -> PendingTurn:
         """Check the learner's input and store it. Refused input raises InputError and
-        stores nothing."""
-        return await self.store.run(db.accept, self.store, conversation_id, learner_input)
+        stores nothing. With the browser's `client_id` a resend of the same message returns
+        the stored one (`duplicate=True`): no second message, no second reply."""
+        if self.usage:  # turns per minute, today's tokens: before anything is stored
+            await self._limited(self.usage.admit_turn(await self._learner_of(conversation_id)))
+        return await self.store.run(db.accept, self.store, conversation_id, learner_input, client_id)
 
     async def skip_form(self, conversation_id: int, form_id: str) -> bool:
         return await self.store.run(db.skip_form, self.store, conversation_id, form_id)
 
     async def respond(self, pending: PendingTurn, listener: TurnListener | None = None) -> TurnResult:
-        async with self._lock(pending.conversation_id):
+        async with self._lock(pending.conversation_id), reporting(listener):
             return await self._claimed(
                 pending.conversation_id, pending.learner.seq, lambda: self._respond_to(pending, listener))
 
@@ -128,17 +145,16 @@ class Engine:
     ) -> TurnResult | None:
         """Answer the conversation's oldest unanswered learner message (also after a
         restart cut a turn short), or write the opening turn. None when nothing is owed."""
-        async with self._lock(conversation_id):
-            pending = await self.store.run(db.pending, self.store, conversation_id)
+        async with self._lock(conversation_id), reporting(listener):
+            pending, module_id = await self.store.run(turn_store.owed, self.store, conversation_id)
             if pending is None:
                 return None
+            module = self.library.get(module_id)
             if pending is OPENING:
-                conv = await self.store.run(db.get_conversation, self.store, conversation_id)
-                module = self.library.get(conv.module_id)
                 return await self._claimed(conversation_id, claims.OPENING_SEQ, lambda: self._respond(
                     conversation_id, module, None, frozenset(), listener))
             return await self._claimed(conversation_id, pending.learner.seq,
-                                       lambda: self._respond_to(pending, listener))
+                                       lambda: self._respond_to(pending, listener, module))
 
     def stop(self, conversation_id: int) -> bool:
         """Stop the reply being written in this conversation, if any (the learner's Stop).
@@ -152,10 +168,35 @@ class Engine:
     def writing(self, conversation_id: int) -> bool:
         return conversation_id in self._stops
 
+    async def _limited(self, check) -> None:
+        """Await a usage check; a limit reached is refused input, told calmly to the learner."""
+        try:
+            await check
+        except LimitReached as exc:
+            raise InputError(exc.message) from None
+
+    async def _learner_of(self, conversation_id: int) -> str:
+        key = self._learner_keys.get(conversation_id)
+        if key is None:
+            key = await self.store.run(db.learner_key, self.store, conversation_id)
+            if len(self._learner_keys) >= 100_000:  # a long-running process: forget the oldest
+                del self._learner_keys[next(iter(self._learner_keys))]
+            self._learner_keys[conversation_id] = key
+        return key
+
+    async def _spend(self, conversation_id: int, attempts) -> None:
+        """Count a turn's model tokens (every call's, as audited) against the learner's day."""
+        tokens = sum(a.tokens_in + a.tokens_out for a in attempts if a.provider != "builtin")
+        if self.usage and tokens:
+            await self.usage.spend_tokens(await self._learner_of(conversation_id), tokens)
+
     def _lock(self, conversation_id: int) -> asyncio.Lock:
         # One reply at a time per conversation, in order, in this process; other processes
         # are kept out by the reply claim (tutor.claims).
-        return self._locks.setdefault(conversation_id, asyncio.Lock())
+        lock = self._locks.get(conversation_id)
+        if lock is None:
+            lock = self._locks[conversation_id] = asyncio.Lock()
+        return lock
 
     # -------------------------------------------------------------------- internals
 
@@ -164,11 +205,9 @@ class Engine:
         (another tab, another machine) answering it meanwhile is waited for, and its stored
         reply returned; a dead worker's claim is taken over once its lease expires."""
         while True:
-            got = await self.store.run(claims.claim, self.store, conversation_id, seq, self.lease_s, self.holder)
-            stored = await self.store.run(claims.reply_id, self.store, conversation_id, seq)
+            got, stored = await self.store.run(
+                claims.claim_or_answered, self.store, conversation_id, seq, self.lease_s, self.holder)
             if stored is not None:  # answered while we looked: show that reply
-                if got:
-                    await self.store.run(claims.drop, self.store, conversation_id, seq, self.holder)
                 return await self.store.run(self._stored_result, conversation_id, stored)
             if got:
                 try:
@@ -200,9 +239,12 @@ class Engine:
         learner = next((m for m in view.messages if m.seq == reply.reply_to_seq), None)
         return TurnResult(learner=learner, reply=reply, progress=view.progress)
 
-    async def _respond_to(self, pending: PendingTurn, listener: TurnListener | None) -> TurnResult:
-        conv = await self.store.run(db.get_conversation, self.store, pending.conversation_id)
-        module = self.library.get(conv.module_id)
+    async def _respond_to(
+        self, pending: PendingTurn, listener: TurnListener | None, module: Module | None = None
+    ) -> TurnResult:
+        if module is None:
+            conv = await self.store.run(db.get_conversation, self.store, pending.conversation_id)
+            module = self.library.get(conv.module_id)
         learner_input = pending.learner_input
         # The safety screen comes before anything else is done with the learner's words.
         screened = await screen_turn(
@@ -211,7 +253,7 @@ class Engine:
         )
         if screened.answers_with_safety:
             return await self._safety_turn(pending, module, screened)
-        detected = progress_mod.detect_text(module, _evidence_text(learner_input))
+        detected = progress_mod.detect_text(module, "\n".join(text for _, text in texts_of(learner_input, learner_input.text or "")))
         if learner_input.is_form:
             detected |= progress_mod.detect_form(module, learner_input.form_id or "", learner_input.answers or {})
         return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener, screened)
@@ -227,11 +269,11 @@ class Engine:
     ) -> TurnResult:
         # Callers hold self._lock(conversation_id).
         upto = pending.learner.seq if pending else None
-        inputs = await self.store.run(db.turn_inputs, self.store, conversation_id, module.id, upto)
+        inputs, checks = await self.store.run(turn_store.turn_reads, self.store, conversation_id, module.id, upto)
         # Checks judged, passages found, the check to ask (tutor.teaching); the learner's
         # evidence counted, milestones left for the reply to celebrate.
         plan = await teaching.prepare(self.store, self.provider, self.settings, module, conversation_id,
-                                      pending, inputs.progress, detected)
+                                      pending, inputs.progress, detected, history=checks)
         interim = plan.interim
         messages = prompts.build_messages(module, interim, inputs.history, pending.prompt_text if pending else None,
                                           teaching=plan.context)
@@ -261,14 +303,16 @@ class Engine:
         if update.ignored_claims:
             log.info("topic claims not counted: %s", update.ignored_claims)
         reply = await self._keep(
-            db.store_reply, self.store, inputs.conversation, module.id,
+            turn_store.store_reply, self.store, inputs.conversation, module.id,
             raw=parsed.raw, shown=done.shown, outcome=parsed.outcome,
             flags=list(dict.fromkeys([*parsed.flags, *result.flags, *plan.flags, *done.flags])),
             attempts=[*(screened.attempts if screened else ()), *plan.attempts, *result.attempts],
             state=update.state, reply_to_seq=upto,
-            risks=_risk_rows(pending, module, screened) if pending and screened else [],
+            risks=turn_store.risk_rows(pending, module, screened) if pending and screened else [],
             guard=_release(conversation_id, upto, self.holder), checks=plan.rows,
         )
+        await self._spend(conversation_id,
+                          [*(screened.attempts if screened else ()), *plan.attempts, *result.attempts])
         return TurnResult(
             learner=pending.learner if pending else None,
             reply=reply,
@@ -285,18 +329,19 @@ class Engine:
                         screened.problem)
         log.info("safety reply in conversation %s: %s", pending.conversation_id, screened.turn_flags())
         upto = pending.learner.seq
-        inputs = await self.store.run(db.turn_inputs, self.store, pending.conversation_id, module.id, upto)
+        inputs = await self.store.run(turn_store.turn_inputs, self.store, pending.conversation_id, module.id, upto)
         state = await self.store.run(teaching.with_mastery, self.store, pending.conversation_id, module, inputs.progress)
         update = progress_mod.reconcile(module, state)
         response = safety_reply(self.library.safety_for(module.id), screened, module.language)
-        risks = _risk_rows(pending, module, screened)
+        risks = turn_store.risk_rows(pending, module, screened)
         reply = await self._keep(
-            db.store_reply, self.store, inputs.conversation, module.id,
+            turn_store.store_reply, self.store, inputs.conversation, module.id,
             raw=json.dumps(response.to_json_dict(), ensure_ascii=False),
             shown=_with_server_meta(response, module, update), outcome="valid",
             flags=screened.turn_flags(), attempts=screened.attempts, state=update.state,
             reply_to_seq=upto, risks=risks, guard=_release(pending.conversation_id, upto, self.holder),
         )
+        await self._spend(pending.conversation_id, screened.attempts)
         return TurnResult(
             learner=pending.learner, reply=reply, progress=_progress_view(module, update.state, None),
             attempts=list(screened.attempts), operator_message=screened.problem,
@@ -309,9 +354,10 @@ class Engine:
         listener: TurnListener | None, stop: asyncio.Event,
     ) -> PolicyResult:
         nxt = progress_mod.next_topic(module, state)
-        suggestion = f"Tell me about {nxt.title}" if nxt is not None else None
+        t = translator(module.language)  # the tutor's own words in the module's language
+        suggestion = t("Tell me about {topic}", topic=nxt.title) if nxt is not None else None
         try:
-            return await run_turn(
+            result = await run_turn(
                 self.provider, request, self.settings,
                 fallback_suggestion=suggestion, conversation_tokens_used=tokens_used,
                 listener=listener, stop=stop,
@@ -320,7 +366,9 @@ class Engine:
             log.exception("turn policy failed")
             flags = ["engine_error", "needs_review"]
             apology = apology_response(ENGINE_ERROR_TEXT, suggestion)
-            return PolicyResult(ParsedReply("invalid", apology, flags, [type(exc).__name__], ""), [], flags, None)
+            result = PolicyResult(ParsedReply("invalid", apology, flags, [type(exc).__name__], ""), [], flags, None)
+        localize_own_words(result.parsed.response, module.language)
+        return result
 
     def _view(self, conversation_id: int) -> ConversationView:
         conv, learner_key, state, messages = db.conversation_state(self.store, conversation_id)
@@ -341,28 +389,6 @@ def _release(conversation_id: int, upto: int | None, holder: str):
     """store_reply's guard: the reply is stored only while we still hold its claim."""
     seq = claims.OPENING_SEQ if upto is None else upto
     return lambda session: claims.release(session, conversation_id, seq, holder)
-
-
-def _risk_rows(pending: PendingTurn, module: Module, screened: TurnScreen) -> list[RiskEvent]:
-    """The screen's flags for the review list (low-confidence model flags included), and a
-    row saying the screen failed closed."""
-    rows = [
-        RiskEvent(conversation_id=pending.conversation_id, message_id=pending.learner.id, module_id=module.id,
-                  label=f.flag.label, confidence=f.flag.confidence, source=f.flag.source,
-                  evidence_json=json.dumps(f.evidence_dicts()))
-        for f in screened.flags
-    ]
-    if screened.failed:
-        rows.append(RiskEvent(conversation_id=pending.conversation_id, message_id=pending.learner.id,
-                              module_id=module.id, label=FAILED_LABEL, source="model"))
-    return rows
-
-
-def _evidence_text(learner_input: LearnerInput) -> str:
-    if not learner_input.is_form:
-        return learner_input.text or ""
-    # Free-text answers count as the learner's own words too.
-    return "\n".join(v for v in (learner_input.answers or {}).values() if isinstance(v, str))
 
 
 _with_server_meta = teaching.with_server_meta

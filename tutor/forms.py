@@ -10,12 +10,14 @@ import math
 from typing import Any
 
 from tutor.contract import Form, FormField
+from tutor.i18n import Phrase
 
 MAX_ANSWER_CHARS = 2000
 
 
 class FormInputError(ValueError):
-    """An answer that cannot be accepted; `field_id` says where (None: the whole form)."""
+    """An answer that cannot be accepted; `field_id` says where (None: the whole form).
+    `message` is a tutor.i18n.Phrase: English, renderable in the learner's language."""
 
     def __init__(self, message: str, field_id: str | None = None) -> None:
         super().__init__(message)
@@ -26,21 +28,21 @@ class FormInputError(ValueError):
 def validate_answers(form: Form, values: dict[str, Any]) -> dict[str, Any]:
     """Return clean answers (str, list[str] or float per field, unanswered fields left out)."""
     if not isinstance(values, dict):
-        raise FormInputError("Form answers must be an object of field ids to values.")
+        raise FormInputError(Phrase("Form answers must be an object of field ids to values."))
     fields = {f.id: f for f in form.fields}
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise FormInputError(f"This form has no field named {unknown[0]!r}.", unknown[0])
+        raise FormInputError(Phrase("This form has no field named {field!r}.", field=unknown[0]), unknown[0])
     clean: dict[str, Any] = {}
     for field in form.fields:
         value = _clean_value(field, values.get(field.id))
         if value is None:
             if field.is_required:
-                raise FormInputError(f"“{field.label}” is required.", field.id)
+                raise FormInputError(Phrase("“{label}” is required.", label=field.label), field.id)
             continue
         clean[field.id] = value
     if not clean:
-        raise FormInputError("Answer at least one question, or just type your reply instead.")
+        raise FormInputError(Phrase("Answer at least one question, or just type your reply instead."))
     return clean
 
 
@@ -49,13 +51,13 @@ def _clean_value(field: FormField, value: Any) -> Any:
         return None
     if field.type in ("radio", "select"):
         if not isinstance(value, str):
-            raise FormInputError(f"“{field.label}” takes one choice.", field.id)
+            raise FormInputError(Phrase("Choose only one answer for “{label}”.", label=field.label), field.id)
         _check_option(field, value)
         return value
     if field.type == "checkbox":
         choices = [value] if isinstance(value, str) else value
         if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
-            raise FormInputError(f"“{field.label}” takes a list of choices.", field.id)
+            raise FormInputError(Phrase("“{label}” takes a list of choices.", label=field.label), field.id)
         for choice in choices:
             _check_option(field, choice)
         ordered = [o.value for o in field.options or [] if o.value in set(choices)]
@@ -63,11 +65,12 @@ def _clean_value(field: FormField, value: Any) -> Any:
     if field.type == "number":
         return _clean_number(field, value)
     if not isinstance(value, str):
-        raise FormInputError(f"“{field.label}” takes text.", field.id)
+        raise FormInputError(Phrase("“{label}” takes text.", label=field.label), field.id)
     text = value.strip()
     if len(text) > MAX_ANSWER_CHARS:
         raise FormInputError(
-            f"“{field.label}” is too long ({len(text)} characters; at most {MAX_ANSWER_CHARS}).",
+            Phrase("“{label}” is too long ({length} characters; at most {limit}).", label=field.label,
+                   length=len(text), limit=MAX_ANSWER_CHARS),
             field.id,
         )
     if field.type == "text" and "\n" in text:
@@ -78,22 +81,22 @@ def _clean_value(field: FormField, value: Any) -> Any:
 def _check_option(field: FormField, value: str) -> None:
     allowed = {o.value for o in field.options or []}
     if value not in allowed:
-        raise FormInputError(f"{value!r} is not one of the choices for “{field.label}”.", field.id)
+        raise FormInputError(Phrase("{value!r} is not one of the choices for “{label}”.", value=value, label=field.label), field.id)
 
 
 def _clean_number(field: FormField, value: Any) -> float | int:
     if isinstance(value, bool):
-        raise FormInputError(f"“{field.label}” takes a number.", field.id)
+        raise FormInputError(Phrase("“{label}” takes a number.", label=field.label), field.id)
     try:
         number = float(value.strip()) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):
-        raise FormInputError(f"“{field.label}” takes a number.", field.id) from None
+        raise FormInputError(Phrase("“{label}” takes a number.", label=field.label), field.id) from None
     if not math.isfinite(number):
-        raise FormInputError(f"“{field.label}” takes a number.", field.id)
+        raise FormInputError(Phrase("“{label}” takes a number.", label=field.label), field.id)
     if field.min is not None and number < field.min:
-        raise FormInputError(f"“{field.label}” must be at least {_fmt(field.min)}.", field.id)
+        raise FormInputError(Phrase("“{label}” must be at least {limit}.", label=field.label, limit=_fmt(field.min)), field.id)
     if field.max is not None and number > field.max:
-        raise FormInputError(f"“{field.label}” must be at most {_fmt(field.max)}.", field.id)
+        raise FormInputError(Phrase("“{label}” must be at most {limit}.", label=field.label, limit=_fmt(field.max)), field.id)
     return int(number) if number.is_integer() else number
 
 

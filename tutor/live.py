@@ -36,6 +36,8 @@ from typing import Any
 
 from tutor.contract.partial import Preview, preview
 from tutor.display import BlockItem, MediaItem, block_item, media_item
+from tutor.i18n import N_
+from tutor.llm.gate import queue_line
 from tutor.markdown import render_inline
 
 __all__ = ["STREAM_BLOCKS", "STREAM_TAILS", "FormOutline", "StreamFeed", "stream_vars"]
@@ -172,7 +174,7 @@ def _extras(p: Preview) -> dict[str, Any]:
     }
 
 
-REASK_STATUS = "Let me put that more clearly…"
+REASK_STATUS = N_("Let me put that more clearly…")  # shown in the module's language
 
 
 class PagePreview:
@@ -198,6 +200,14 @@ class PagePreview:
             if self.state.stream_status:
                 self.state.stream_status = ""
 
+    async def queued(self, position: int) -> None:
+        """The turn waits for a model slot (position 1: next), or has one (0)."""
+        async with self.state:
+            if self.state.conversation_id == self.conversation_id:
+                line = queue_line(position) if position else ""
+                if self.state.stream_status != line:
+                    self.state.stream_status = line
+
     async def status(self, status: str) -> None:
         if status != "reasking":
             return
@@ -205,4 +215,4 @@ class PagePreview:
             if self.state.conversation_id == self.conversation_id:
                 self.state._apply(self.feed.clear())
                 self.state.streaming = False
-                self.state.stream_status = REASK_STATUS
+                self.state.stream_status = self.state._t(REASK_STATUS)

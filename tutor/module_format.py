@@ -24,7 +24,7 @@ DEFAULT_MILESTONES = [25, 50, 75, 100]
 CALLOUT_TYPES = ("info", "warning", "success", "tip")
 # The built-in tutor's navigation replies ("Continue", "Next: <title>") must never read as
 # evidence for a topic, so these words cannot be a keyword, alias or title on their own.
-NAVIGATION_WORDS = frozenset({"continue", "next"})
+NAVIGATION_WORDS = frozenset({"continue", "next", "tiep tuc", "tiep theo"})  # and Vietnamese, accents folded
 _CALLOUT = re.compile(r"^\s*!!!\s*(\S*)")
 
 Id = Annotated[str, Field(pattern=SNAKE_CASE, description="stable snake_case id")]
@@ -123,7 +123,10 @@ class Module(_Strict):
     id: Id
     title: Text
     description: Text
-    language: str = Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$", description="BCP-47 tag")
+    language: str = Field(
+        default="en", pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$",
+        description="BCP-47 tag; the chat page and the built-in tutor speak it (a catalogue in tutor/locales)",
+    )
     mode: Literal["threaded", "stateless"] = "threaded"
     milestones: list[Literal[25, 50, 75, 100]] = Field(default_factory=lambda: list(DEFAULT_MILESTONES))
     variables: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Variable] = Field(

@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from tutor.contract.models import SNAKE_CASE
+from tutor.i18n import available_languages, supported
 from tutor.material import load_sources, material_findings
 from tutor.risk.config import DEFAULT_SAFETY_FILE, SafetyConfig, SafetyConfigError, load_safety, merged, override_findings
 from tutor.module_format import (
@@ -176,6 +177,10 @@ class _Rules:
         self.seen[kind].add(value)
 
     def run(self) -> list[_Finding]:
+        language = self.module.language
+        if supported(language) == "en" and language.split("-")[0].lower() != "en":
+            self.add(("language",), f"language {language!r} has no message catalogue (use one of "
+                     f"{', '.join(available_languages())}, or add tutor/locales/<language>/LC_MESSAGES/tutor.po)")
         for p, phase in enumerate(self.module.phases):
             self.unique("phase", phase.id, ("phases", p, "id"))
             if not phase.sections:

@@ -11,6 +11,7 @@ from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
+from tutor.usage import UsageLimits, UsageSettings
 
 log = logging.getLogger(__name__)
 _engine: Engine | None = None
@@ -26,10 +27,12 @@ def get_engine() -> Engine:
     with _lock:
         if _engine is None:
             settings = LLMSettings.from_env()  # ConfigError says which variable to set
+            usage = UsageSettings.from_env()
             store = open_database()  # makes a missing SQLite folder; migrates
             library = load_library()
             for path, problems in library.problems.items():
                 for problem in problems:
                     log.error("module not served: %s", problem)
-            _engine = Engine(store, make_provider(settings), library, settings, SafetySettings.from_env())
+            _engine = Engine(store, make_provider(settings), library, settings, SafetySettings.from_env(),
+                             usage=UsageLimits(usage))
         return _engine

@@ -11,6 +11,11 @@ DATA_DIR = Path(os.environ.get("TUTOR_DATA_DIR", REPO_ROOT / "data"))
 # Learner text longer than this is refused with a message (nothing is stored).
 MAX_MESSAGE_CHARS = int(os.environ.get("TUTOR_MAX_MESSAGE_CHARS", "4000"))
 
+# The language of pages that belong to no module (the start page lists modules in several
+# languages); a chat page speaks its module's language. A tag with a catalogue in
+# tutor/locales ("en", "vi"); others fall back to English.
+LANGUAGE = os.environ.get("TUTOR_LANGUAGE", "").strip() or "en"
+
 
 # Hosts (comma-separated, e.g. "cdn.example.org, .school.example") from which a model's
 # media and markdown images may load, besides the app's own /media/ assets. Default: none,

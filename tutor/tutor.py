@@ -2,16 +2,35 @@
 
 import reflex as rx
 
+from components.auth import signin_page, signup_page
 from components.chat import chat_page
+from components.connection import connection_overlay
 from components.home import home_page
+from components.operator import operator_page
+from components.theme import theme_head_script
+from tutor.auth_routes import auth_api
+from tutor.auth_state import AuthPageState
 from tutor.home_state import HomeState
+from tutor.operator_routes import operator_api
+from tutor.operator_state import OperatorState
 from tutor.state import ChatState
-from tutor.store import TABLES
+from tutor.web_security import security_headers
+import tutor.store  # noqa: F401  (its tables)
 
-# `reflex db makemigrations` reads tables from this registry; all our tables share one
-# SQLModel metadata, so registering one brings them all.
-rx.ModelRegistry.register(TABLES[0])
+# `reflex db makemigrations` reads tables from Reflex's model registry. rx.Model, registered
+# there already, shares one SQLModel metadata with all our tables, so it brings them all;
+# registering one of ours as well made Reflex copy every table twice (a warning each).
 
-app = rx.App(stylesheets=["/tutor.css"], theme=None)
+# The theme script goes in <head>: it picks light or dark before the first paint.
+# Sign-in, sign-up and sign-out are plain form posts (tutor/auth_routes.py) that set an
+# HttpOnly cookie.
+app = rx.App(stylesheets=["/tutor.css"], theme=None, head_components=[theme_head_script()],
+             api_transformer=[auth_api(), operator_api(), security_headers])
+# A calm "connection lost" line instead of Reflex's toast naming the socket's address.
+app.app_wraps[(5, "Overlay")] = connection_overlay
 app.add_page(home_page, route="/", title="Tutor", on_load=HomeState.load)
 app.add_page(chat_page, route="/learn", title="Tutor — learning", on_load=ChatState.load)
+app.add_page(signin_page, route="/signin", title="Tutor — sign in", on_load=AuthPageState.load)
+app.add_page(signup_page, route="/signup", title="Tutor — create an account", on_load=AuthPageState.load)
+# The operator console; its CSV export is an HTTP route that checks the session itself.
+app.add_page(operator_page, route="/operator", title="Tutor — operator console", on_load=OperatorState.load)

@@ -52,6 +52,12 @@ class RunningApp:
             TUTOR_DATA_DIR=str(data_dir),
             TUTOR_DATABASE_URL=f"sqlite:///{data_dir / 'tutor.db'}",
             TUTOR_LLM_PROVIDER="builtin",
+            # A fresh browser context is a fresh learner (tests/browser/test_accounts.py
+            # runs an app with TUTOR_AUTH=accounts).
+            TUTOR_AUTH="anonymous",
+            # A browser test sends faster than a learner: no turns-per-minute limit unless
+            # the test is about it (test_limits' app sets its own).
+            TUTOR_TURNS_PER_MINUTE="0",
             # Test apps build their frontend apart from .web, so a copy of the app that a
             # person is running from this checkout keeps working during a test run.
             REFLEX_WEB_WORKDIR=str(REPO / ".web-test"),

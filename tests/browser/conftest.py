@@ -64,6 +64,19 @@ def app(apps: AppPool) -> RunningApp:
     return apps.use("builtin")
 
 
+@pytest.fixture
+def accounts_app(apps: AppPool) -> RunningApp:
+    """The app with the built-in tutor and sign-in by username and password."""
+    return apps.use("accounts", TUTOR_AUTH="accounts", TUTOR_SESSION_RECHECK="0")
+
+
+@pytest.fixture
+def header_app(apps: AppPool) -> RunningApp:
+    """The app behind a pretend sign-in proxy: the browser itself sends X-Forwarded-User
+    from 127.0.0.1, a trusted address."""
+    return apps.use("header", TUTOR_AUTH="header", TUTOR_OPERATORS="alice")
+
+
 class ScriptedModel:
     """The model behind `model_app`: queue the next replies; anything unscripted gets a
     short valid reply."""
@@ -122,6 +135,31 @@ def model(model_server: FakeLLMServer, model_app: RunningApp) -> Iterator[Script
     scripted.reset()
 
 
+@pytest.fixture
+def limits_app(apps: AppPool, model_server: FakeLLMServer) -> RunningApp:
+    """The scripted-model app with low usage limits: 2 turns a minute per learner, one
+    model call in flight at a time (tests/browser/test_limits.py)."""
+    return apps.use(
+        "limits",
+        TUTOR_LLM_PROVIDER="openai",
+        TUTOR_LLM_BASE_URL=model_server.base_url,
+        TUTOR_LLM_MODEL="scripted-model",
+        TUTOR_LLM_MAX_RETRIES="0",
+        TUTOR_LLM_TIMEOUT="30",
+        TUTOR_LLM_STREAM="1",
+        TUTOR_TURNS_PER_MINUTE="2",
+        TUTOR_MODEL_CALLS_IN_FLIGHT="1",
+    )
+
+
+@pytest.fixture
+def limited_model(model_server: FakeLLMServer, limits_app: RunningApp) -> Iterator[ScriptedModel]:
+    scripted = ScriptedModel(model_server)
+    scripted.reset()
+    yield scripted
+    scripted.reset()
+
+
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama.cpp's server with Gemma 3 270M (see tests/real): a real model, never skipped."""
@@ -152,6 +190,8 @@ def browser() -> Iterator[Browser]:
 
 
 def _page(browser: Browser, request: pytest.FixtureRequest, **context: Any) -> Iterator[Page]:
+    # Every page runs under the app's real Content-Security-Policy (so a feature that
+    # needs eval, e.g. rx.call_script, fails here); waits go through helpers.wait_until.
     ctx = browser.new_context(**context)
     pg = ctx.new_page()
     pg.set_default_timeout(30_000)
@@ -182,15 +222,23 @@ def phone(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Browser tests of the built-in app first, then those of the model app, then the one
-    with a real model (one switch each).
+    """Browser tests of the built-in app first, then the sign-in app's, then those of the
+    model app, then the one with a real model (one switch each).
     The sort is stable and leaves every other test where it was."""
     here = Path(__file__).parent
 
     def key(item: pytest.Item) -> tuple[int, int]:
         browser = Path(str(item.fspath)).is_relative_to(here)
         names = getattr(item, "fixturenames", ())
-        return (int(browser), 2 if "llama_app" in names else int(browser and "model_app" in names))
+        if "accounts_app" in names or "header_app" in names:  # sign-in tests: their own apps, after the built-in one
+            return (int(browser), 1)
+        if "finish_app" in names:  # test_finish's own modules: its own app, started once too
+            return (int(browser), 1)
+        if "instances" in names:  # two instances of their own (test_instances), at the very end
+            return (int(browser), 5)
+        if "limits_app" in names:  # low usage limits: their own app, started once, last
+            return (int(browser), 4)
+        return (int(browser), 3 if "llama_app" in names else 2 * int(browser and "model_app" in names))
 
     items.sort(key=key)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +19,28 @@ def open_module(page: Page, base_url: str, module: str = MODULE) -> None:
     wait_idle(page)
 
 
+def wait_until(page: Page, expression: str, arg: Any = None, *, timeout: float = 30_000,
+               polling: float = 50) -> None:
+    """Until a JavaScript expression (or function of `arg`) is truthy in the page.
+
+    page.wait_for_function evaluates its string with eval() inside the page, which the
+    app's Content-Security-Policy forbids; page.evaluate does not need eval, so this polls
+    it from here. The browser tests run under the real policy."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression, arg):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout / 1000:g} s: {expression}")
+        time.sleep(polling / 1000)
+
+
 def wait_idle(page: Page) -> None:
     """Until the tutor has answered everything sent so far (no typing indicator, no reply
     still being written)."""
-    page.wait_for_function(
-        "!document.getElementById('typing') && !document.getElementById('streaming-reply')", timeout=30_000
-    )
+    wait_until(page, "!document.getElementById('typing') && !document.getElementById('streaming-reply')")
 
 
 def wait_for_reply(page: Page, tutor_before: int) -> None:
-    page.wait_for_function(
-        f"document.querySelectorAll('.msg-tutor').length > {tutor_before}", timeout=30_000
-    )
+    wait_until(page, f"document.querySelectorAll('.msg-tutor').length > {tutor_before}")
     wait_idle(page)
 
 

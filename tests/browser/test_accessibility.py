@@ -1,11 +1,17 @@
 """Keyboard only, named controls, announced turns, focus after sending, WCAG AA contrast,
-and a 375 px wide screen."""
+a 375 px wide screen, and axe-core's WCAG 2.2 AA rules on every kind of page content in
+light and dark themes (the milestone and completion views: tests/browser/test_finish.py)."""
 
 from __future__ import annotations
 
+import colorsys
+import re
+
 from playwright.sync_api import Page, expect
 
+from tests.browser.axe import axe_in_both_themes
 from tests.browser.conftest import ARTIFACTS, RunningApp, ScriptedModel
+from tests.browser.test_forms import EVERY_FIELD
 from tests.browser.helpers import (
     MODULE,
     block,
@@ -41,9 +47,10 @@ def test_a_learner_can_do_everything_with_the_keyboard(app: RunningApp, page: Pa
     page.keyboard.press("Enter")
     page.locator(".msg-tutor").first.wait_for()
     expect(page.locator("#message")).to_be_focused()  # ready to type at once
-    page.keyboard.press("Enter")  # nothing typed: told so, next to the box
-    expect(page.locator("#composer-help")).to_have_text("Type a message first.")
-    expect(page.locator("#message")).to_have_attribute("aria-invalid", "true")
+    page.keyboard.press("Enter")  # nothing typed: nothing happens, the focus stays in the box
+    expect(page.locator(".msg-sending")).to_have_count(0)
+    expect(page.locator("#message")).to_be_focused()
+    expect(page.locator("#message")).to_have_attribute("aria-invalid", "false")
 
     tutors = page.locator(".msg-tutor").count()
     page.keyboard.type("What are the three levels of anxiety?")
@@ -132,6 +139,51 @@ def test_text_meets_wcag_aa_contrast_everywhere(model_app: RunningApp, model: Sc
     send(page, "Carry on")  # earlier chips now disabled, a learner bubble, the plain-text notice
     expect(page.locator(".fallback-notice")).to_be_visible()
     assert low_contrast_texts(page) == []
+    page.emulate_media(color_scheme="dark")
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    assert low_contrast_texts(page) == []
+
+
+def test_axe_finds_no_wcag_22_aa_violations_in_light_or_dark(
+    model_app: RunningApp, model: ScriptedModel, page: Page
+) -> None:
+    page.goto(model_app.url + "/")
+    page.locator(f"#open-{MODULE}").wait_for()
+    assert axe_in_both_themes(page) == {}  # the start page
+
+    model.reply(reply(  # every block type, media, suggestions and every form field type
+        *[block("heading", f"Level {n} heading", level=n) for n in (1, 2, 3)],
+        *[block(kind, f"A {kind} block with a [link](https://example.org).")
+          for kind in ("paragraph", "list", "quote", "info", "warning", "success", "tip")],
+        forms=[EVERY_FIELD],
+        media=[{"type": "image", "src": "/media/understanding_anxiety/three_levels.svg", "alt": "Three levels",
+                "caption": "Body, mind, behaviour"},
+               {"type": "image", "src": "/media/missing.png", "alt": "A lake", "caption": "Caption"}],
+        next_step={"prompt": "What next?", "suggestions": ["More please", "An example"]},
+        meta={"response_type": "educational", "emotion": "supportive"},
+    ))
+    open_module(page, model_app.url)
+    assert axe_in_both_themes(page) == {}
+    for scheme in ("light", "dark"):  # the supportive tone is a calm teal, never an error's red
+        page.emulate_media(color_scheme=scheme)
+        expect(page.locator("html")).to_have_attribute("data-theme", scheme)
+        rgb = last_tutor(page).evaluate("e => getComputedStyle(e).borderLeftColor")
+        r, g, b = (int(x) / 255 for x in re.findall(r"\d+", rgb)[:3])
+        assert 150 <= colorsys.rgb_to_hls(r, g, b)[0] * 360 <= 200, rgb
+
+    form = last_tutor(page).locator("section.tutor-form")  # an inline error, then answered read-only
+    form.locator("form").evaluate("f => { f.noValidate = true; }")
+    form.get_by_role("button", name="Send my answers").click()
+    expect(form.locator(".field-error:not(.empty)").first).to_be_visible()
+    assert axe_in_both_themes(page) == {}
+
+    text = ("## A heading\n\nSome **bold** words.\n\n> A quote.\n\n- one\n- two\n\n`code`\n")
+    model.raw(text)
+    model.raw(text)  # the fallback: plain markdown with its notice
+    send(page, "Carry on")
+    expect(page.locator(".fallback-notice")).to_be_visible()
+    page.locator("#menu-toggle").click()  # the menu open, with the theme choice and Start over
+    assert axe_in_both_themes(page) == {}
 
 
 def test_the_chat_works_on_a_375_px_screen(app: RunningApp, phone: Page) -> None:

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RunningApp, ScriptedModel
-from tests.browser.helpers import block, last_tutor, open_module, reply
+from tests.browser.helpers import block, last_tutor, open_module, reply, wait_until
 
 DIAGRAM = "/media/understanding_anxiety/three_levels.svg"
 
@@ -70,12 +70,12 @@ def test_media_show_with_alt_and_caption_and_fall_back_to_their_words(
     image = _figure(msg, 0)
     expect(image.locator("img")).to_have_attribute("alt", "Three linked boxes: body, mind, behaviour")
     expect(image.locator("figcaption")).to_have_text("The three levels")
-    page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=image.locator("img").element_handle())
+    wait_until(page, "(img) => img.complete && img.naturalWidth > 0", image.locator("img").element_handle())
     expect(image.locator(".media-fallback")).to_be_hidden()
 
     sound = _figure(msg, 1)
     expect(sound.locator("audio")).to_have_attribute("aria-label", "A calm tone")
-    page.wait_for_function("(a) => a.readyState >= 1", arg=sound.locator("audio").element_handle())
+    wait_until(page, "(a) => a.readyState >= 1", sound.locator("audio").element_handle())
     expect(sound).to_have_attribute("data-state", "ok")
 
     # Broken sources (404s) swap themselves for their words, in the browser.

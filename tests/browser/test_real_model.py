@@ -8,7 +8,7 @@ import time
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RunningApp
-from tests.browser.helpers import db_rows, open_module
+from tests.browser.helpers import db_rows, open_module, wait_until
 
 FIRST_TEXT = (
     "(() => { const s = document.getElementById('streaming-reply');"
@@ -23,11 +23,11 @@ def test_blocks_of_a_real_reply_appear_before_it_is_complete(llama_app: RunningA
     page.locator("#message").fill("What is anxiety, actually?")
     started = time.monotonic()
     page.locator("#message").press("Enter")
-    page.wait_for_function(FIRST_TEXT, timeout=120_000, polling=20)
+    wait_until(page, FIRST_TEXT, timeout=120_000, polling=20)
     first = time.monotonic() - started
     assert page.locator(".msg-tutor").count() == tutor_before  # nothing stored yet
-    page.wait_for_function(
-        "!document.getElementById('streaming-reply') && !document.getElementById('typing')",
+    wait_until(
+        page, "!document.getElementById('streaming-reply') && !document.getElementById('typing')",
         timeout=180_000,
     )
     total = time.monotonic() - started

@@ -5,7 +5,7 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RunningApp
-from tests.browser.helpers import message_texts, open_module, send, wait_idle
+from tests.browser.helpers import message_texts, open_module, send, wait_idle, wait_until
 
 
 def test_chat_suggestion_reload_and_restart(app: RunningApp, page: Page) -> None:
@@ -25,9 +25,7 @@ def test_chat_suggestion_reload_and_restart(app: RunningApp, page: Page) -> None
     chip_text = chip.inner_text().strip()
     tutor_count = page.locator(".msg-tutor").count()
     chip.click()
-    page.wait_for_function(
-        f"document.querySelectorAll('.msg-tutor').length > {tutor_count}", timeout=30_000
-    )
+    wait_until(page, f"document.querySelectorAll('.msg-tutor').length > {tutor_count}")
     wait_idle(page)
     expect(page.locator(".msg-learner").last).to_have_text(chip_text)
     # Suggestions of older turns can no longer be clicked.

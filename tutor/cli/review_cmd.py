@@ -4,6 +4,7 @@
     tutor review --all           reviewed flags too
     tutor review --json          one JSON object per line
     tutor review done ID [--note TEXT] [--by NAME]   mark a safety flag reviewed
+    tutor review done --turn ID [--note TEXT]        mark a tutor turn reviewed
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import getpass
 import json
 
-from tutor.reviews import ReviewItem, mark_reviewed, review_list
+from tutor.reviews import ReviewItem, mark_reviewed, mark_turn_reviewed, review_list
 from tutor.store import Store
 
 
@@ -23,8 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=100)
     p.set_defaults(func=run_list)
     actions = p.add_subparsers(dest="review_command", metavar="ACTION")
-    done = actions.add_parser("done", help="mark a safety flag reviewed")
+    done = actions.add_parser("done", help="mark a safety flag (or with --turn a tutor turn) reviewed")
     done.add_argument("id", type=int)
+    done.add_argument("--turn", action="store_true", help="ID is a tutor turn (turn #ID in the list)")
     done.add_argument("--note", default=None)
     done.add_argument("--by", default=None, help="who reviewed it (default: your user name)")
     done.set_defaults(func=run_done)
@@ -53,24 +55,28 @@ def run_done(args: argparse.Namespace) -> int:
     store = Store()
     store.migrate()
     try:
-        found = mark_reviewed(store, args.id, by=args.by or getpass.getuser(), note=args.note)
+        mark = mark_turn_reviewed if args.turn else mark_reviewed
+        found = mark(store, args.id, by=args.by or getpass.getuser(), note=args.note)
     finally:
         store.dispose()
+    what = "tutor turn" if args.turn else "safety flag"
     if not found:
-        print(f"no safety flag with id {args.id} (see `tutor review`)")
+        print(f"no {what} with id {args.id} (see `tutor review`)")
         return 1
-    print(f"safety flag {args.id} marked reviewed")
+    print(f"{what} {args.id} marked reviewed")
     return 0
 
 
 def _line(item: ReviewItem) -> str:
-    if item.kind == "turn":
-        return (f"{item.created_at}  turn #{item.id}  {item.module_id}  conversation {item.conversation_id} "
-                f"(learner {item.learner_key})  needs review: {item.label}")
     state = f"reviewed by {item.reviewed_by} {item.reviewed_at}" if item.reviewed_at else "OPEN"
+    who = f"{item.learner_key}, {item.username}" if item.username else item.learner_key
+    if item.kind == "turn":
+        note = f"\n    note: {item.note}" if item.note else ""
+        return (f"{item.created_at}  turn #{item.id}  {item.module_id}  conversation {item.conversation_id} "
+                f"(learner {who})  needs review: {item.label}  {state}{note}")
     head = (f"{item.created_at}  flag #{item.id}  {item.module_id}  {item.label} "
             f"({item.source}, confidence {item.confidence:.2f})  conversation {item.conversation_id} "
-            f"(learner {item.learner_key})  {state}")
+            f"(learner {who})  {state}")
     evidence = [
         f"    evidence{' in ' + e['field'] if e['field'] else ''} [{e['start']}:{e['end']}]: "
         f"{json.dumps(e['snippet'], ensure_ascii=False)}{'' if e['verified'] else '  (hash mismatch)'}"

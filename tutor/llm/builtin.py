@@ -24,8 +24,11 @@ How a turn is chosen:
 
 The topics taught or quoted are claimed in meta.progress.covered_topics by canonical id, so
 the server can count them. A milestone the turn reaches, and that has not fired before, is
-celebrated once (heading + success block, emotion "celebratory"). Scores and feedback are
+celebrated once (a paragraph, emotion "celebratory"; the page shows the banner). Scores and feedback are
 the server's: this tutor never grades.
+
+It speaks the module's language: its own phrases come from the message catalogues
+(tutor.i18n, English when a phrase or language is missing); the taught text is the author's.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tutor.contract import Form, Progress
+from tutor.contract import Progress
+from tutor.i18n import N_, Translator, translator
 from tutor.llm.authored import markdown_blocks
 from tutor.llm.base import CheckData, Completion, CompletionRequest, PassageData, TurnContext
 from tutor.progress import (
@@ -55,12 +59,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BuiltinTutor", "compose_reply", "markdown_blocks"]
 
-# First words that make a message a request to be taught something, in any topic order.
+# First words that make a message a request to be taught something, in any topic order
+# (accents folded: Vietnamese "kể", "giải thích", "tiếp theo", "xem lại", "tại sao", "vì sao").
 _ASKING = frozenset("what why how when where who which can could is are do does tell explain "
-                    "show review next describe define more".split())
-_MOVING_ON = frozenset("continue next ok okay yes sure go ready done".split())
-SKIP_REPLY = "Skip this check"
-SUMMARY_REPLY = "Show me a summary"
+                    "show review next describe define more "
+                    "ke giai tiep xem tai vi lam hay".split())
+_MOVING_ON = frozenset("continue next ok okay yes sure go ready done tiep vang duoc".split())
+SKIP_REPLY = N_("Skip this check")
+SUMMARY_REPLY = N_("Show me a summary")
+CONTINUE_REPLY = N_("Continue")
 _SECOND_PASSAGE = 0.85  # a second passage is quoted when it scores this close to the best
 
 
@@ -84,10 +91,11 @@ class BuiltinTutor:
 def compose_reply(ctx: TurnContext | None) -> str:
     """One tutor turn as RESPONSE_SCHEMA JSON text."""
     if ctx is None:
-        blocks = [_block("warning", "The built-in tutor needs the module context to teach.")]
+        blocks = [_block("warning", translator(None)("The built-in tutor needs the module context to teach."))]
         return _dump({"content": {"text_blocks": blocks}, "meta": {"response_type": "error"}})
     module, state, ask = ctx.module, ctx.progress, ctx.teaching.ask
-    blocks, topic, quoted = _respond_to_learner(ctx)
+    t = translator(module.language)
+    blocks, topic, quoted = _respond_to_learner(ctx, t)
     seen = set(state.covered)
     if ask is not None and not (ask.again and ctx.teaching.intent == "question"):
         topic = None  # a check turn teaches nothing new; a question asked meanwhile is answered
@@ -102,18 +110,18 @@ def compose_reply(ctx: TurnContext | None) -> str:
 
     content: dict[str, Any] = {}
     if topic is not None:
-        blocks += _teach(topic)
+        blocks += _teach(topic, t)
         if topic.form is not None:
             content["forms"] = [topic.form.form.model_dump(mode="json", exclude_none=True)]
         if topic.media:
             content["media"] = [m.model_dump(mode="json", exclude_none=True) for m in topic.media]
     elif ask is None and not quoted:
-        blocks += _summary(module, claimed)
+        blocks += _summary(module, claimed, t)
     if milestone:
-        blocks += _celebrate(module, milestone, claimed)
+        blocks += _celebrate(module, milestone, claimed, t)
     if ask is not None:
-        blocks += _check_intro(ctx, ask)
-    content["next_step"] = _next_step(ctx, topic, quoted, claimed)
+        blocks += _check_intro(ctx, ask, t)
+    content["next_step"] = _next_step(ctx, topic, quoted, claimed, t)
 
     learner, judged = ctx.learner, ctx.teaching.judged
     emotion = ("celebratory" if milestone else "encouraging" if learner is None or ask is not None or judged
@@ -137,16 +145,16 @@ def compose_reply(ctx: TurnContext | None) -> str:
     })
 
 
-def _respond_to_learner(ctx: TurnContext) -> tuple[list[dict[str, Any]], Topic | None, tuple[str, ...]]:
+def _respond_to_learner(ctx: TurnContext, t: Translator) -> tuple[list[dict[str, Any]], Topic | None, tuple[str, ...]]:
     """What the tutor says about the learner's input, the topic asked for, if any, and the
     topics whose passages it quoted."""
     module, learner, teaching = ctx.module, ctx.learner, ctx.teaching
     if learner is None:
-        return _greeting(module, ctx.progress), None, ()
+        return _greeting(module, ctx.progress, t), None, ()
     if teaching.judged is not None:
         return [], None, ()  # the server shows the score and feedback above this reply
     if learner.is_form:
-        return _acknowledge_form(module, learner.form_id or "", learner.answers or {}), None, ()
+        return _acknowledge_form(t), None, ()
     text = learner.text or ""
     mentioned = [t for t in module.topics if t.id in ctx.detected]
     if teaching.intent == "question" and teaching.passages:
@@ -156,90 +164,99 @@ def _respond_to_learner(ctx: TurnContext) -> tuple[list[dict[str, Any]], Topic |
         named = [t for t in mentioned if _contains(text, t.title)] or [t for t in mentioned if t.id == top]
         if named:
             return [], named[0], ()
-        return _answer_from(module, teaching.passages)
+        return _answer_from(module, teaching.passages, t)
     if mentioned and _asks(text):
         # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
         # the topic named by its title is the one asked about.
         titled = [t for t in mentioned if _contains(text, t.title)]
         return [], (titled or mentioned)[0], ()
     if teaching.intent == "skip":
-        return [_block("paragraph", "No problem. We can come back to it later.")], None, ()
+        return [_block("paragraph", t("No problem. We can come back to it later."))], None, ()
     if mentioned:
-        titles = ", ".join(f"**{t.title}**" for t in mentioned)
-        return [_block("paragraph", f"Thank you for sharing that. It connects to {titles}.")], None, ()
+        titles = ", ".join(f"**{m.title}**" for m in mentioned)
+        return [_block("paragraph", t("Thank you for sharing that. It connects to {titles}.", titles=titles))], None, ()
     if _asks(text, questions_only=True):
-        return [_block("paragraph", "I don't have a prepared answer to that question. Ask about any "
-                                    "topic of this module by name, or let's carry on.")], None, ()
+        return [_block("paragraph", t("I don't have a prepared answer to that question. Ask about any "
+                                      "topic of this module by name, or let's carry on."))], None, ()
     if not _navigates(text) and teaching.intent not in ("retry", "summary", "navigate"):
-        return [_block("paragraph", "Thank you for sharing that.")], None, ()
+        return [_block("paragraph", t("Thank you for sharing that."))], None, ()
     return [], None, ()
 
 
-def _answer_from(module: Module, passages: tuple[PassageData, ...]) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
+def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
     """The best passage, and a second that scores nearly as well, quoted with their topic
     and source."""
     best = passages[0].score or 1.0
     chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
-    blocks = [_block("paragraph", "Here is what this module's material says about that:")]
+    blocks = [_block("paragraph", t("Here is what this module's material says about that:"))]
     topics: list[str] = []
     for passage in chosen:
         topic = module.topic(passage.topic_id) if passage.topic_id else None
         blocks.append(_block("quote", passage.text.strip()))
-        where = f"From *{passage.source_title}*" + (f", “{passage.section_title}”" if passage.section_title != passage.source_title
-                                                    and passage.section_id != (topic.id if topic else None) else "")
+        part = (passage.section_title != passage.source_title
+                and passage.section_id != (topic.id if topic else None))
+        source, section = passage.source_title, passage.section_title
         if topic is not None:
-            where += f", part of the topic **{topic.title}**."
+            where = (t("From *{source}*, “{section}”, part of the topic **{topic}**.", source=source, section=section,
+                       topic=topic.title) if part else
+                     t("From *{source}*, part of the topic **{topic}**.", source=source, topic=topic.title))
             topics.append(topic.id)
+        else:
+            where = (t("From *{source}*, “{section}”", source=source, section=section) if part
+                     else t("From *{source}*", source=source))
         blocks.append(_block("paragraph", where))
     return blocks, None, tuple(dict.fromkeys(topics))
 
 
-def _check_intro(ctx: TurnContext, ask: CheckData) -> list[dict[str, Any]]:
-    judged = ctx.teaching.judged
+def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[str, Any]]:
+    judged, title = ctx.teaching.judged, ask.topic_title
     if judged is not None and judged.check_id == ask.check_id:
-        text = ("You can try again below, or carry on." if judged.score is None else
-                "Have another go below when you're ready, or skip it for now: we can come back to it later.")
+        text = (t("You can try again below, or carry on.") if judged.score is None else
+                t("Have another go below when you're ready, or skip it for now: we can come back to it later."))
     elif ask.again and ctx.teaching.intent == "question":
-        text = f"When you're ready, the question about **{ask.topic_title}** is still below."
+        text = t("When you're ready, the question about **{topic}** is still below.", topic=title)
     elif ask.again and ctx.teaching.intent == "retry":
-        text = f"Of course. Here is the question about **{ask.topic_title}** again."
+        text = t("Of course. Here is the question about **{topic}** again.", topic=title)
     elif ask.review:
-        text = (f"You've seen every topic. To complete the module, let's come back to **{ask.topic_title}**: "
-                "answer the question below in your own words.")
+        text = t("You've seen every topic. To complete the module, let's come back to **{topic}**: "
+                 "answer the question below in your own words.", topic=title)
     else:
-        text = (f"Before we move on, let's check what stayed with you from **{ask.topic_title}**. "
-                "Answer the question below in your own words; a sentence or two is plenty.")
+        text = t("Before we move on, let's check what stayed with you from **{topic}**. "
+                 "Answer the question below in your own words; a sentence or two is plenty.", topic=title)
     return [_block("paragraph", text)]
 
 
-def _next_step(ctx: TurnContext, topic: Topic | None, quoted: tuple[str, ...], done: ProgressState) -> dict[str, Any]:
+def _next_step(ctx: TurnContext, topic: Topic | None, quoted: tuple[str, ...], done: ProgressState,
+               t: Translator) -> dict[str, Any]:
     """Quick replies: the topic's own, then one that moves on. Navigation replies must not
     count as evidence for topics nobody taught yet, or the walk would skip them."""
     module, ask = ctx.module, ctx.teaching.ask
     seen = set(done.covered)
     later = next((t for t in module.topics if t.id not in seen), None)
     if ask is not None:
-        suggestions = [SKIP_REPLY] + ([SUMMARY_REPLY] if ask.review else [])
-        return {"prompt": "Type your answer below or in the message box.", "suggestions": suggestions, "can_skip": True}
+        suggestions = [t(SKIP_REPLY)] + ([t(SUMMARY_REPLY)] if ask.review else [])
+        return {"prompt": t("Type your answer below or in the message box."), "suggestions": suggestions,
+                "can_skip": True}
     if quoted:
         first = module.topic(quoted[0])
-        suggestions = [f"Tell me more about {first.title}"] if first is not None else []
-        return {"prompt": "Ask another question, or let's go on.", "suggestions": [*suggestions, "Continue"],
+        suggestions = [t("Tell me more about {topic}", topic=first.title)] if first is not None else []
+        return {"prompt": t("Ask another question, or let's go on."), "suggestions": [*suggestions, t(CONTINUE_REPLY)],
                 "can_skip": True}
     suggestions = list(topic.suggestions) if topic is not None else []
     open_check = topic is not None and bool(topic.checks) and topic.id not in set(done.mastered)
     if open_check:
-        suggestions.append("Continue")  # next comes the topic's check
+        suggestions.append(t(CONTINUE_REPLY))  # next comes the topic's check
     elif later is not None:
-        suggestions.append(_navigation(module, f"Next: {later.title}", seen | {later.id}))
+        suggestions.append(_navigation(module, t("Next: {topic}", topic=later.title), seen | {later.id}, t))
     elif topic is not None:
-        suggestions.append(_navigation(module, SUMMARY_REPLY, seen))
+        suggestions.append(_navigation(module, t(SUMMARY_REPLY), seen, t))
     else:
-        suggestions += [f"Review: {t.title}" for t in module.topics[:3]]
+        suggestions += [t("Review: {topic}", topic=x.title) for x in module.topics[:3]]
     if topic is not None:
-        prompt = f"Ask me anything about {topic.title}, share your own experience, or continue when you're ready."
+        prompt = t("Ask me anything about {topic}, share your own experience, or continue when you're ready.",
+                   topic=topic.title)
     else:
-        prompt = "Ask about any topic to review it, or tell me what stayed with you."
+        prompt = t("Ask about any topic to review it, or tell me what stayed with you.")
     return {"prompt": prompt, "suggestions": list(dict.fromkeys(suggestions)), "can_skip": True}
 
 
@@ -268,85 +285,93 @@ def _contains(text: str, phrase: str) -> bool:
     return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
 
 
-def _greeting(module: Module, state: ProgressState) -> list[dict[str, Any]]:
+def _greeting(module: Module, state: ProgressState, t: Translator) -> list[dict[str, Any]]:
     total = len(module.topic_ids)
     done = coverage_count(module, state)
     if done:
-        opening = f"Welcome back! You've covered {done} of {total} topics so far."
-        checked = sum(1 for t in module.topics if t.checks)
+        opening = t.plural("Welcome back! You've covered {done} of {n} topic so far.",
+                           "Welcome back! You've covered {done} of {n} topics so far.", total, done=done)
+        checked = sum(1 for x in module.topics if x.checks)
         if checked:
-            opening += f" You've mastered {len(mastered_ids(module, state))} of the {checked} topics with checks."
+            opening += " " + t.plural("You've mastered {mastered} of the {n} topic with checks.",
+                                      "You've mastered {mastered} of the {n} topics with checks.", checked,
+                                      mastered=len(mastered_ids(module, state)))
     else:
-        opening = (f"Welcome! We'll go through {total} topics in {len(module.sections)} sections, one step at a time. "
-                   "You can type a question or your own thoughts whenever you like; forms are always optional.")
+        opening = t("Welcome! We'll go through {topics} in {sections}, one step at a time. "
+                    "You can type a question or your own thoughts whenever you like; forms are always optional.",
+                    topics=t.plural("{n} topic", "{n} topics", total),
+                    sections=t.plural("{n} section", "{n} sections", len(module.sections)))
     return [_block("heading", module.title, 1), _block("paragraph", module.description.strip()),
             _block("paragraph", opening)]
 
 
-def _teach(topic: Topic) -> list[dict[str, Any]]:
+def _teach(topic: Topic, t: Translator) -> list[dict[str, Any]]:
     authored = markdown_blocks(topic.content or "")
     blocks = [b.model_dump(mode="json", exclude_none=True) for b in authored]
     if not authored or authored[0].type != "heading":
         blocks.insert(0, _block("heading", topic.title, 2))
     if not authored:
-        blocks.append(_block("paragraph", f"Let's explore **{topic.title}**. What do you already know "
-                                          "about it, or what would you like to ask?"))
+        blocks.append(_block("paragraph", t("Let's explore **{topic}**. What do you already know "
+                                            "about it, or what would you like to ask?", topic=topic.title)))
     return blocks
 
 
-def _acknowledge_form(module: Module, form_id: str, answers: dict[str, Any]) -> list[dict[str, Any]]:
-    entry = module.find_form(form_id)
-    lines = _answer_lines(entry.form, answers) if entry is not None else []
-    if not lines:
-        return [_block("paragraph", "Thank you. Let's keep going.")]
-    return [_block("paragraph", "Thank you for sharing. You answered:"), _block("list", "\n".join(lines))]
+def _acknowledge_form(t: Translator) -> list[dict[str, Any]]:
+    # The answers are on the page twice already (the learner's message and the read-only
+    # form): the tutor thanks and goes on, without listing them a third time.
+    return [_block("paragraph", t("Thank you. Let's keep going."))]
 
 
-def _answer_lines(form: Form, answers: dict[str, Any]) -> list[str]:
-    lines = []
-    for field in form.fields:
-        value = answers.get(field.id)
-        if value in (None, "", [], ()):
-            continue
-        labels = {o.value: o.label for o in field.options or ()}
-        values = value if isinstance(value, (list, tuple)) else [value]
-        shown = ", ".join(labels.get(str(v), str(v)) for v in values)
-        lines.append(f"- {field.label} **{shown}**")
-    return lines
-
-
-def _celebrate(module: Module, milestone: str, state: ProgressState) -> list[dict[str, Any]]:
+def _celebrate(module: Module, milestone: str, state: ProgressState, t: Translator) -> list[dict[str, Any]]:
     total = len(module.topic_ids)
-    checked = sum(1 for t in module.topics if t.checks)
+    checked = sum(1 for x in module.topics if x.checks)
+    title = module.title
     if milestone == "100%":
-        text = f"You've completed *{module.title}*: all {total} topics"
-        text += ", with every check mastered. Well done!" if checked else " covered. Well done!"
+        text = (t.plural("You've completed *{title}*: {n} topic, with every check mastered. Well done!",
+                         "You've completed *{title}*: all {n} topics, with every check mastered. Well done!",
+                         total, title=title) if checked else
+                t.plural("You've completed *{title}*: {n} topic covered. Well done!",
+                         "You've completed *{title}*: all {n} topics covered. Well done!", total, title=title))
     else:
-        text = f"You've reached **{milestone}** of *{module.title}*: {coverage_count(module, state)} of {total} topics covered"
-        text += f", {len(mastered_ids(module, state))} of {checked} mastered." if checked else "."
-    return [_block("heading", f"🎉 {milestone} complete", 2), _block("success", text)]
+        covered = coverage_count(module, state)
+        text = (t.plural("You've reached **{milestone}** of *{title}*: {covered} of {n} topic covered, "
+                         "{mastered} of {checked} mastered.",
+                         "You've reached **{milestone}** of *{title}*: {covered} of {n} topics covered, "
+                         "{mastered} of {checked} mastered.", total, milestone=milestone, title=title,
+                         covered=covered, mastered=len(mastered_ids(module, state)), checked=checked) if checked else
+                t.plural("You've reached **{milestone}** of *{title}*: {covered} of {n} topic covered.",
+                         "You've reached **{milestone}** of *{title}*: {covered} of {n} topics covered.", total,
+                         milestone=milestone, title=title, covered=covered))
+    # Plain words: the page's banner (or, at 100%, its completion view) is the one celebration,
+    # and a judged answer's "Well done" callout may already sit above.
+    return [_block("paragraph", text)]
 
 
-def _summary(module: Module, state: ProgressState) -> list[dict[str, Any]]:
-    items = [f"- **{s.title}**: {', '.join(t.title for t in s.topics)}" for s in module.sections]
+def _summary(module: Module, state: ProgressState, t: Translator) -> list[dict[str, Any]]:
+    items = [f"- **{s.title}**: {', '.join(x.title for x in s.topics)}" for s in module.sections]
+    total = len(module.topic_ids)
     blocks = [
-        _block("heading", f"Summary: {module.title}", 2),
-        _block("paragraph", f"You've covered all {len(module.topic_ids)} topics. Here is what we went through:"
+        _block("heading", t("Summary: {title}", title=module.title), 2),
+        _block("paragraph", t.plural("You've covered the module's {n} topic. Here is what we went through:",
+                                     "You've covered all {n} topics. Here is what we went through:", total)
                if next_topic(module, state) is None else
-               f"You've covered {coverage_count(module, state)} of {len(module.topic_ids)} topics. Here is the whole module:"),
+               t.plural("You've covered {covered} of {n} topic. Here is the whole module:",
+                        "You've covered {covered} of {n} topics. Here is the whole module:", total,
+                        covered=coverage_count(module, state))),
         _block("list", "\n".join(items)),
     ]
-    waiting = [t.title for t in module.topics if t.checks and t.id not in set(state.mastered)]
+    waiting = [x.title for x in module.topics if x.checks and x.id not in set(state.mastered)]
     if waiting and not is_complete(module, state):
-        blocks.append(_block("info", "To complete the module, answer the checks on: " + ", ".join(waiting)
-                             + ". Say *Continue* when you're ready."))
-    blocks.append(_block("tip", "Ask about any topic to go over it again."))
+        blocks.append(_block("info", t("To complete the module, answer the checks on: {topics}. "
+                                       "Say *{continue_reply}* when you're ready.", topics=", ".join(waiting),
+                                       continue_reply=t(CONTINUE_REPLY))))
+    blocks.append(_block("tip", t("Ask about any topic to go over it again.")))
     return blocks
 
 
-def _navigation(module: Module, text: str, allowed: set[str]) -> str:
+def _navigation(module: Module, text: str, allowed: set[str], t: Translator) -> str:
     """A navigation reply, unless its words would count as evidence for other topics."""
-    return text if detect_text(module, text) <= allowed else "Continue"
+    return text if detect_text(module, text) <= allowed else t(CONTINUE_REPLY)
 
 
 def _dump(reply: dict[str, Any]) -> str:

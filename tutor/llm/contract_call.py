@@ -87,6 +87,7 @@ async def call_contract(
         except LLMError as exc:
             record.error_class, record.outcome = type(exc).__name__, "error"
             record.http_status, record.error = exc.status, exc.message[:300]
+            record.hint = exc.operator_hint
             outcome.problem = f"{contract.name}: {exc.operator_message}"
         except Exception as exc:  # a provider bug must not reach the learner
             log.exception("%s call failed", contract.name)

@@ -150,16 +150,27 @@ def register_secret(value: str | None) -> None:
         _registered.add(value.strip())
 
 
+_secret_names: tuple[int, list[str]] = (-1, [])
+
+
 def _known_secrets() -> list[str]:
+    # Which variables are secrets is found again only when the environment grows or
+    # shrinks (scanning it all on every audit row cost more than the row); their values
+    # are read afresh each time.
+    global _secret_names
+    if _secret_names[0] != len(os.environ):
+        _secret_names = (len(os.environ), [name for name in os.environ if _SECRET_NAMES.search(name)])
     values = set(_registered)
-    values.update(v.strip() for name, v in os.environ.items()
-                  if _SECRET_NAMES.search(name) and len(v.strip()) >= _MIN_SECRET)
+    for name in _secret_names[1]:
+        value = (os.environ.get(name) or "").strip()
+        if len(value) >= _MIN_SECRET:
+            values.add(value)
     return sorted(values, key=len, reverse=True)  # a key containing another goes first
 
 
-def scrub(text: str) -> str:
+def scrub(text: str, secrets: list[str] | None = None) -> str:
     """`text` with keys, bearer tokens and URL passwords replaced by ***."""
-    for secret in _known_secrets():
+    for secret in _known_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, "***")
     for pattern, replacement in _SECRETS:
@@ -167,14 +178,16 @@ def scrub(text: str) -> str:
     return text
 
 
-def scrub_data(value: Any) -> Any:
+def scrub_data(value: Any, secrets: list[str] | None = None) -> Any:
     """`scrub` applied to every string in JSON-like data (dict keys are left as they are)."""
+    if secrets is None:
+        secrets = _known_secrets()
     if isinstance(value, str):
-        return scrub(value)
+        return scrub(value, secrets)
     if isinstance(value, dict):
-        return {k: scrub_data(v) for k, v in value.items()}
+        return {k: scrub_data(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_data(v) for v in value]
+        return [scrub_data(v, secrets) for v in value]
     return value
 
 

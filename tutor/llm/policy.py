@@ -89,6 +89,7 @@ class AttemptRecord:
     http_status: int | None = None
     strict_json: bool | None = None  # the raw text was one JSON object as sent (seed 001)
     error: str | None = None  # short, for the audit log; never the learner's text
+    hint: str | None = None  # what an operator should do about it (LLMError.operator_hint, scrubbed)
 
     def to_json_dict(self) -> dict:
         return asdict(self)
@@ -187,7 +188,7 @@ class _Turn:
             record = self._record(request, kind if retry == 0 else "retry", (time.perf_counter() - started) * 1000,
                                   outcome="deadline" if late else "error", flags=["deadline"] if late else [],
                                   error_class=type(error).__name__, http_status=error.status,
-                                  error=error.message[:300])
+                                  error=error.message[:300], hint=error.operator_hint)
             if not error.retryable or retry == self.settings.max_retries:
                 return Tried(error=error)
             delay = backoff_delay(self.settings, retry, error)

@@ -47,52 +47,47 @@ async def read_stream(
     loop = asyncio.get_running_loop()
     stream = provider.stream(request)
     watcher = RepetitionWatcher()
-    reader = stream.__aiter__()
-    stop_wait = asyncio.ensure_future(stop.wait()) if stop is not None else None
-    pending: asyncio.Future | None = None
     text, cut = "", None
-    try:
-        while True:
-            if stop_wait is None and deadline is None:
-                try:
-                    delta = await reader.__anext__()
-                except StopAsyncIteration:
-                    break
-            else:
-                # Each read races the learner's Stop and the deadline; the read in flight may
-                # be the request itself (connecting, waiting for the headers).
-                pending = asyncio.ensure_future(reader.__anext__())
-                waits = {pending} if stop_wait is None else {pending, stop_wait}
-                timeout = None if deadline is None else max(0.0, deadline - loop.time())
-                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-                if not pending.done():
-                    cut = "stopped" if stop_wait is not None and stop_wait.done() else "deadline"
-                    break
-                try:
-                    delta = pending.result()
-                except StopAsyncIteration:
-                    break
-                finally:
-                    pending = None
+
+    async def consume() -> None:
+        nonlocal text, cut
+        async for delta in stream:
             text += delta
             if watcher.feed(delta):
                 cut = "repetition"
-                break
+                return
             if listener is not None:
                 await listener.text(text)
             if stop is not None and stop.is_set():
                 cut = "stopped"
-                break
-    finally:
-        if pending is not None and not pending.done():
-            pending.cancel()  # unwinds the stream's generators: the connection closes
-            with suppress(BaseException):
-                await pending
-        if stop_wait is not None:
-            stop_wait.cancel()
-        if cut is not None or pending is not None:
-            with suppress(Exception):
-                await stream.aclose()
+                return
+
+    if stop is None and deadline is None:
+        await consume()
+    else:
+        # One reader task raced once against the learner's Stop and the deadline (not a
+        # race per event: that cost a future, callbacks and a timer for every delta). The
+        # read in flight may be the request itself (connecting, waiting for the headers).
+        reader = asyncio.ensure_future(consume())
+        stop_wait = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        try:
+            waits = {reader} if stop_wait is None else {reader, stop_wait}
+            timeout = None if deadline is None else max(0.0, deadline - loop.time())
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not reader.done():
+                cut = "stopped" if stop_wait is not None and stop_wait.done() else "deadline"
+        finally:
+            if not reader.done():  # cut, or our own caller cancelled: unwind the stream's
+                reader.cancel()    # generators, which closes the connection
+                with suppress(BaseException):
+                    await reader
+            if stop_wait is not None:
+                stop_wait.cancel()
+        if not reader.cancelled():
+            reader.result()  # the stream's error, as the provider raised it
+    if cut is not None:
+        with suppress(Exception):
+            await stream.aclose()
     if cut is None:
         return stream.completion
     partial = stream.partial()

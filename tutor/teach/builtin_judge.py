@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from tutor.i18n import Translator, translator
 from tutor.material import Check, Criterion
 from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
 from tutor.teach.phrases import AnswerText, compile_phrase
@@ -61,15 +62,17 @@ NEGATIONS = frozenset("not no never t nothing without instead rather neither nor
                       "arent wont cant shouldnt khong chang dung".split())
 
 
-def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = ()) -> JudgeResult:
+def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), language: str | None = None) -> JudgeResult:
     """Score `answer` against `check`'s rubric. `material`: the lesson texts the learner has
-    seen (topic content, source sections), used only to spot a copied answer."""
+    seen (topic content, source sections), used only to spot a copied answer. The feedback
+    is in `language` (the module's)."""
+    t = translator(language)
     text = answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else ""
     cut = isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS
     found = AnswerText(text)
     if not found.words:
-        feedback = ("There's no answer here yet. Have a go in your own words; a sentence or two is plenty. "
-                    f"The question was: {check.question}")
+        feedback = t("There's no answer here yet. Have a go in your own words; a sentence or two is plenty. "
+                     "The question was: {question}", question=check.question)
         return JudgeResult(score=0, feedback=feedback, criteria_scores={c.name: 0.0 for c in check.rubric.criteria})
     ratios = {c.name: _criterion_ratio(c, found) for c in check.rubric.criteria}
     total_weight = sum(c.weight for c in check.rubric.criteria)
@@ -82,13 +85,13 @@ def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = ()) ->
     listed = _is_term_list(found)
     if listed and score > LIST_CAP:
         score = LIST_CAP
-        notes.append("You've named some of the right ideas. Try joining them up in a sentence or two that "
-                     "explains how they fit together.")
+        notes.append(t("You've named some of the right ideas. Try joining them up in a sentence or two that "
+                       "explains how they fit together."))
     if _is_copied(found, material) and score > COPY_CAP:
         score = COPY_CAP
-        notes.append("This looks copied from the lesson text. Try putting it in your own words; "
-                     "that's what makes it stick.")
-    feedback = _feedback(check, ratios, score, wrong, notes, cut)
+        notes.append(t("This looks copied from the lesson text. Try putting it in your own words; "
+                       "that's what makes it stick."))
+    feedback = _feedback(check, ratios, score, wrong, notes, cut, t)
     return JudgeResult(
         score=score, feedback=feedback, criteria_scores={k: round(10 * v, 1) for k, v in ratios.items()}
     )
@@ -146,36 +149,36 @@ def _shingles(ws: Sequence[str]) -> set[tuple[str, ...]]:
 
 
 def _feedback(check: Check, ratios: dict[str, float], score: int, wrong: list[str],
-              notes: list[str], cut: bool) -> str:
+              notes: list[str], cut: bool, t: Translator) -> str:
     criteria = sorted(check.rubric.criteria, key=lambda c: -c.weight)  # the most important first
     full = [c for c in criteria if ratios[c.name] >= 1.0]
     partly = [c for c in criteria if 0 < ratios[c.name] < 1.0]
     missing = [c for c in criteria if ratios[c.name] == 0]
     parts: list[str] = []
     if cut:
-        parts.append("That's a long answer, so I focused on the first part of it.")
+        parts.append(t("That's a long answer, so I focused on the first part of it."))
     if score >= check.threshold:
-        parts.append("Well done!" if not partly and not missing else "Nicely done.")
+        parts.append(t("Well done!") if not partly and not missing else t("Nicely done."))
     elif full or partly:
-        parts.append("Good start.")
+        parts.append(t("Good start."))
     else:
-        parts.append("Thanks for having a go.")
+        parts.append(t("Thanks for having a go."))
     if full:
-        parts.append(f"You covered {_join([c.description for c in full])}.")
+        parts.append(t("You covered {ideas}.", ideas=_join([c.description for c in full], t)))
     if partly:
-        parts.append(f"You're part of the way on {_join([c.description for c in partly])}.")
+        parts.append(t("You're part of the way on {ideas}.", ideas=_join([c.description for c in partly], t)))
     parts += wrong + notes
     todo = partly + missing
     if todo:
         first = todo[0]
         nudge = first.hint or first.description
-        lead = "To complete it," if score >= check.threshold or full else "A good next step:"
-        parts.append(f"{lead} think about {nudge}.")
+        parts.append(t("To complete it, think about {hint}.", hint=nudge) if score >= check.threshold or full
+                     else t("A good next step: think about {hint}.", hint=nudge))
         if score < check.threshold:
-            parts.append("Have another go whenever you like.")
+            parts.append(t("Have another go whenever you like."))
     return " ".join(parts)
 
 
-def _join(items: list[str]) -> str:
+def _join(items: list[str], t: Translator) -> str:
     items = [i.rstrip(". ") for i in items]
-    return items[0] if len(items) == 1 else "; ".join(items[:-1]) + "; and " + items[-1]
+    return items[0] if len(items) == 1 else t("{first}; and {last}", first="; ".join(items[:-1]), last=items[-1])

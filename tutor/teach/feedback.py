@@ -9,6 +9,7 @@ after it (tutor.teach.intent).
 from __future__ import annotations
 
 from tutor.contract import Form, FormField, TextBlock
+from tutor.i18n import N_, translator
 from tutor.material import Check
 
 __all__ = [
@@ -23,19 +24,22 @@ __all__ = [
 CHECK_FORM_PREFIX = "check-"
 ANSWER_FIELD = "answer"
 
-FAILED_TEXT = ("Thank you for your answer. I couldn't score it just now, so it is saved for a person "
-               "to look at; nothing is lost. You can try again or carry on.")
+FAILED_TEXT = N_("Thank you for your answer. I couldn't score it just now, so it is saved for a person "
+                 "to look at; nothing is lost. You can try again or carry on.")
+ANOTHER_GO = N_("Have another go whenever you like.")
 
 
-def check_form(check: Check, topic_title: str, *, again: bool = False) -> Form:
+def check_form(check: Check, topic_title: str, *, again: bool = False, language: str | None = None) -> Form:
+    """The check's question as a form, in the module's `language`."""
+    t = translator(language)
     return Form(
         id=CHECK_FORM_PREFIX + check.id,
-        title="Try again" if again else "Check your understanding",
-        description=f"About {topic_title}. Answer in your own words; a sentence or two is plenty. "
-                    "You can also type your answer in the message box, or skip this.",
+        title=t("Try again") if again else t("Check your understanding"),
+        description=t("About {topic}. Answer in your own words; a sentence or two is plenty. "
+                      "You can also type your answer in the message box, or skip this.", topic=topic_title),
         fields=[FormField(id=ANSWER_FIELD, type="textarea", label=check.question, required=True,
-                          placeholder="Your answer, in your own words")],
-        submit_label="Check my answer",
+                          placeholder=t("Your answer, in your own words"))],
+        submit_label=t("Check my answer"),
         optional=True,
     )
 
@@ -47,16 +51,20 @@ def check_id_of(form_id: str | None) -> str | None:
     return None
 
 
-def feedback_block(topic_title: str, score: int, threshold: int, feedback: str) -> TextBlock:
+def feedback_block(topic_title: str, score: int, threshold: int, feedback: str,
+                   language: str | None = None) -> TextBlock:
     """The score and the judge's feedback: a success callout once mastered, otherwise a tip
     that says how far there is to go and that another try is welcome."""
+    t = translator(language)
     if score >= threshold:
-        lead = f"**You scored {score}/10 on *{topic_title}*: mastered.**"
+        lead = t("**You scored {score}/10 on *{topic}*: mastered.**", score=score, topic=topic_title)
         return TextBlock(type="success", content=f"{lead} {feedback.strip()}")
-    lead = f"**You scored {score}/10 on *{topic_title}*** ({threshold} or more masters it)."
-    tail = "" if "another go" in feedback else " Have another go whenever you like."
+    lead = t("**You scored {score}/10 on *{topic}*** ({threshold} or more masters it).", score=score,
+             topic=topic_title, threshold=threshold)
+    again = t(ANOTHER_GO)
+    tail = "" if "another go" in feedback or again in feedback else f" {again}"
     return TextBlock(type="tip", content=f"{lead} {feedback.strip()}{tail}")
 
 
-def failed_block() -> TextBlock:
-    return TextBlock(type="info", content=FAILED_TEXT)
+def failed_block(language: str | None = None) -> TextBlock:
+    return TextBlock(type="info", content=translator(language)(FAILED_TEXT))

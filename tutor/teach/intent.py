@@ -24,7 +24,7 @@ _SKIP_PHRASES = ("not now", "maybe later", "move on", "no thanks", "bo qua")
 _RETRY_PHRASES = ("try again", "another go", "another try", "one more try", "let me try", "retry", "again please",
                   "ask me again", "thu lai")
 _MOVING_FIRST = frozenset("""continue next ok okay sure go ready done tell show explain review more teach
-keep lets let carry proceed thanks thank tiep""".split())
+keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: tiếp, kể, xem (folded)
 
 
 def classify(text: str | None, *, check_open: bool) -> str:
@@ -40,7 +40,7 @@ def classify(text: str | None, *, check_open: bool) -> str:
         return "skip"
     if short and any(f" {p} " in f" {phrase} " for p in _RETRY_PHRASES):
         return "retry"
-    if short and "summary" in found:
+    if short and ("summary" in found or " tom tat " in f" {phrase} "):  # "tóm tắt"
         return "summary"
     if short and found[:1] and found[0] in _MOVING_FIRST:
         return "navigate"

@@ -1,0 +1,199 @@
+"""Sending, in the browser: each send gets an id made here (the server stores a send once
+per id), the learner's message shows at once marked "Sending…", the box clears at once, and
+a send the server has not confirmed is sent again once the connection is back. A send the
+server refuses comes back into the box (the reason shows under it). Enter on an empty box
+does nothing, and a counter appears near the length limit."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from tutor.settings import MAX_MESSAGE_CHARS
+from tutor.state import ChatState
+
+COUNT_FROM = 0.9  # the counter shows from this share of the limit on
+
+_JS = r"""
+if (!window.__tutorSending) {
+  window.__tutorSending = true;
+  const RESEND_AFTER_MS = 4000;  // a send not confirmed by then goes again (same id: stored once)
+  const outbox = new Map();  // client id -> {text, sentAt, el}
+  const newId = () => {
+    if (window.crypto && crypto.randomUUID) { try { return crypto.randomUUID(); } catch (e) { /* not a secure page */ } }
+    const b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  };
+  const box = () => document.getElementById('message');
+  const composer = () => document.getElementById('composer');
+  const offline = () => !!document.getElementById('connection-lost');
+
+  const counter = () => {
+    const b = box(), c = document.getElementById('char-count');
+    if (!b || !c) { return; }
+    const limit = Number(c.dataset.limit), n = b.value.trim().length;
+    const show = n >= Math.floor(limit * COUNT_FROM);
+    const text = !show ? '' : (n > limit ? `${n.toLocaleString()} / ${limit.toLocaleString()}: too long to send`
+                                          : `${n.toLocaleString()} / ${limit.toLocaleString()}`);
+    if (c.textContent !== text) { c.textContent = text; }
+    c.hidden = !show;
+    c.classList.toggle('over', n > limit);
+  };
+  document.addEventListener('input', (e) => { if (e.target && e.target.id === 'message') { counter(); } }, true);
+
+  const bubble = (text) => {
+    const el = document.createElement('article');
+    el.className = 'msg msg-learner msg-sending';
+    el.setAttribute('aria-label', 'Your message, sending');
+    const body = document.createElement('div');
+    body.className = 'md';
+    const p = document.createElement('p');
+    p.style.whiteSpace = 'pre-wrap';
+    p.textContent = text;
+    body.append(p);
+    const note = document.createElement('span');
+    note.className = 'sending-note';
+    note.textContent = 'Sending…';
+    el.append(body, note);
+    const out = document.getElementById('outbox');
+    if (out) { out.append(el); }
+    return el;
+  };
+  const track = (id, text) => {
+    outbox.set(id, {text, sentAt: Date.now(), el: bubble(text)});
+  };
+  const submitQueued = (id, text) => {
+    const form = composer();
+    if (!form) { return false; }
+    form.elements['client_id'].value = id;
+    form.elements['queued'].value = text;
+    form.__queued = true;
+    try { form.requestSubmit(); } finally {
+      form.__queued = false;
+      form.elements['client_id'].value = '';
+      form.elements['queued'].value = '';
+    }
+    return true;
+  };
+
+  // Typed messages: the id is made when the learner presses Send (or Enter).
+  document.addEventListener('submit', (e) => {
+    const form = e.target;
+    if (!form || form.id !== 'composer' || form.__queued) { return; }
+    const b = box();
+    const text = b ? b.value : '';
+    if (!text.trim()) { e.preventDefault(); e.stopPropagation(); return; }  // nothing to send: no server trip
+    const id = newId();
+    form.elements['client_id'].value = id;
+    form.elements['queued'].value = '';
+    track(id, text);
+  }, true);
+  // After the page's own handler has read the box: clear it here, at once.
+  document.addEventListener('submit', (e) => {
+    const form = e.target;
+    if (!form || form.id !== 'composer' || form.__queued) { return; }
+    const b = box();
+    if (b && form.elements['client_id'].value) { b.value = ''; counter(); }
+    form.elements['client_id'].value = '';
+  });
+
+  // Suggestions are sends too: same id, same echo, same resend.
+  document.addEventListener('click', (e) => {
+    const chip = e.target.closest ? e.target.closest('.chips button.chip, #completion-summary') : null;
+    if (!chip || chip.disabled) { return; }
+    e.preventDefault();
+    e.stopPropagation();
+    const text = chip.textContent.trim();
+    if ([...outbox.values()].some((item) => item.text === text)) { return; }  // a double click: sent already
+    const id = newId();
+    track(id, text);
+    submitQueued(id, text);
+  }, true);
+
+  // Form answers: one id per set of answers, so a double click on Submit is one send.
+  document.addEventListener('input', (e) => {
+    const f = e.target && e.target.form;
+    if (f && f.classList.contains('form-body')) { delete f.dataset.clientId; }
+  }, true);
+  document.addEventListener('submit', (e) => {
+    const f = e.target;
+    if (!f || !f.classList || !f.classList.contains('form-body')) { return; }
+    if (!f.dataset.clientId) { f.dataset.clientId = newId(); }
+    let input = f.querySelector('input[name="__client_id"]');
+    if (!input) {
+      input = document.createElement('input');
+      input.type = 'hidden';
+      input.name = '__client_id';
+      f.append(input);
+    }
+    input.value = f.dataset.clientId;
+  }, true);
+
+  // The server's word on a send: the ids of the latest sends stored and refused, as
+  // attributes of #send-receipts.
+  const sent = (id) => {
+    const item = outbox.get(id);
+    if (item) { item.el.remove(); outbox.delete(id); }
+  };
+  const refused = (id) => {
+    const item = outbox.get(id);
+    if (!item) { return; }
+    item.el.remove();
+    outbox.delete(id);
+    const b = box();
+    if (!b) { return; }
+    const typed = b.value.trim();
+    b.value = typed ? `${item.text}\n${b.value}` : item.text;  // nothing the learner wrote is lost
+    counter();
+    b.focus();
+  };
+  const readReceipts = () => {
+    const r = document.getElementById('send-receipts');
+    if (!r || !outbox.size) { return; }
+    (r.dataset.sent || '').split(' ').forEach((id) => { if (id) { sent(id); } });
+    (r.dataset.refused || '').split(' ').forEach((id) => { if (id) { refused(id); } });
+  };
+  new MutationObserver(readReceipts).observe(document.body, {
+    attributes: true, subtree: true, attributeFilter: ['data-sent', 'data-refused'],
+  });
+
+  // Not confirmed yet (the connection dropped, the page reloaded its state): send again.
+  setInterval(() => {
+    readReceipts();
+    if (offline() || !outbox.size) { return; }
+    const now = Date.now();
+    for (const [id, item] of outbox) {
+      if (now - item.sentAt >= RESEND_AFTER_MS) {
+        item.sentAt = now;
+        submitQueued(id, item.text);
+      }
+    }
+  }, 1000);
+}
+""".replace("COUNT_FROM", str(COUNT_FROM))
+
+
+def sending_fields() -> list[rx.Component]:
+    """The composer's hidden fields: filled by the script, and what became of each send."""
+    return [
+        rx.el.input(type="hidden", name="client_id", default_value=""),
+        rx.el.input(type="hidden", name="queued", default_value=""),
+        # What became of each send (ChatState._receipt), read by the script.
+        rx.el.span(id="send-receipts", hidden=True, data_sent=ChatState.sent_ids,
+                   data_refused=ChatState.refused_ids),
+    ]
+
+
+def char_counter() -> rx.Component:
+    """Shown from near the length limit on (the script counts; the server has the last word)."""
+    return rx.el.span(id="char-count", class_name="char-count", data_limit=str(MAX_MESSAGE_CHARS),
+                      aria_live="polite", hidden=True)
+
+
+def outbox() -> rx.Component:
+    """Where messages being sent show until the server has stored them (filled by the script)."""
+    return rx.el.div(id="outbox", class_name="outbox")
+
+
+def sending_behaviour() -> rx.Component:
+    return rx.script(_JS)

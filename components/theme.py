@@ -1,0 +1,71 @@
+"""Light and dark: the system's setting unless the learner picks one (light, dark or
+system), remembered in this browser. The choice is applied by a script in the page's head,
+before the first paint, so a dark page never flashes white; the select then only updates it."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+STORAGE_KEY = "tutor-theme"
+
+# Runs in <head>, before the body is painted: data-theme on <html> says which palette the
+# stylesheet uses. "system" (or nothing stored) follows prefers-color-scheme, live.
+HEAD_JS = r"""
+(function () {
+  var KEY = %(key)r;
+  var root = document.documentElement;
+  var media = window.matchMedia ? window.matchMedia('(prefers-color-scheme: dark)') : null;
+  function choice() {
+    try { var v = localStorage.getItem(KEY); return v === 'light' || v === 'dark' ? v : 'system'; }
+    catch (e) { return 'system'; }
+  }
+  function apply() {
+    var c = choice();
+    var dark = c === 'dark' || (c === 'system' && media && media.matches);
+    root.setAttribute('data-theme', dark ? 'dark' : 'light');
+    root.setAttribute('data-theme-choice', c);
+  }
+  apply();
+  if (media && media.addEventListener) { media.addEventListener('change', apply); }
+  window.__tutorTheme = {
+    choice: choice,
+    set: function (c) {
+      try { if (c === 'system') { localStorage.removeItem(KEY); } else { localStorage.setItem(KEY, c); } } catch (e) {}
+      apply();
+    }
+  };
+  // Any theme select on the page shows the current choice and changes it.
+  document.addEventListener('change', function (e) {
+    var t = e.target;
+    if (t && t.classList && t.classList.contains('theme-select')) { window.__tutorTheme.set(t.value); }
+  }, true);
+  function sync() {
+    var c = choice();
+    document.querySelectorAll('select.theme-select').forEach(function (s) { if (s.value !== c) { s.value = c; } });
+  }
+  new MutationObserver(sync).observe(root, {childList: true, subtree: true});
+})();
+""" % {"key": STORAGE_KEY}
+
+
+def theme_head_script() -> rx.Component:
+    """For `rx.App(head_components=...)`: a plain inline script, so it runs before paint."""
+    return rx.el.script(HEAD_JS)
+
+
+def theme_choice(id_: str) -> rx.Component:
+    """The learner's choice of light, dark or the system's setting."""
+    return rx.el.label(
+        rx.icon("sun-moon", size=16, aria_hidden="true"),
+        rx.el.span("Theme"),
+        rx.el.select(
+            rx.el.option("System", value="system"),
+            rx.el.option("Light", value="light"),
+            rx.el.option("Dark", value="dark"),
+            id=id_,
+            class_name="theme-select",
+            default_value="system",
+        ),
+        class_name="theme-choice",
+        html_for=id_,
+    )

@@ -1,0 +1,45 @@
+"""A Vietnamese module: the chat page and the built-in tutor speak Vietnamese; an English
+module opened next speaks English again."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import RunningApp
+from tests.browser.helpers import last_tutor, open_module, send
+
+VI_MODULE = "giac_ngu_lanh_manh"
+
+
+def test_a_vietnamese_module_speaks_vietnamese(app: RunningApp, page: Page) -> None:
+    open_module(page, app.url, VI_MODULE)
+    # The page's own words.
+    expect(page.locator("#send")).to_have_text("Gửi")
+    expect(page.locator("#send")).to_have_attribute("aria-label", "Gửi tin nhắn")
+    expect(page.locator("label[for=message]")).to_have_text("Tin nhắn của bạn")
+    expect(page.locator("#message")).to_have_attribute(
+        "placeholder", "Nhập tin nhắn — Enter để gửi, Shift+Enter để xuống dòng")
+    expect(page.locator("#composer")).to_have_attribute("aria-label", "Gửi tin nhắn cho gia sư")
+    expect(page.locator("#progress-count")).to_have_text("1 trên 10 chủ đề")
+    expect(page.locator(".page.chat")).to_have_attribute("lang", "vi")
+    # The built-in tutor's opening.
+    opening = page.locator(".msg-tutor").first
+    expect(opening).to_contain_text("Chào mừng bạn! Chúng ta sẽ đi qua 10 chủ đề trong 3 phần")
+    expect(opening.locator(".chip").last).to_have_text("Tiếp tục")
+
+    send(page, "Tiếp tục")
+    expect(page.locator(".msg-learner").last).to_have_text("Tiếp tục")
+    reply = last_tutor(page)
+    expect(reply).to_contain_text("Trước khi đi tiếp, mình cùng xem bạn còn nhớ gì từ Vì sao chúng ta cần ngủ nhé.")
+    expect(reply.locator(".chip").first).to_have_text("Bỏ qua câu hỏi này")
+    expect(page.locator("#progress-count")).to_have_text("1 trên 10 chủ đề")
+    shown = " ".join(page.locator("main, footer").all_inner_texts())
+    for english in ("Send", "Continue", "Skip this check", "Welcome", "Type your answer"):
+        assert english not in shown
+
+    # An English module opened next: the page speaks English again.
+    page.goto(app.url + "/")
+    open_module(page, app.url)
+    expect(page.locator("#send")).to_have_text("Send")
+    expect(page.locator("label[for=message]")).to_have_text("Your message")
+    expect(page.locator(".page.chat")).to_have_attribute("lang", "en")

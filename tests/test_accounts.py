@@ -1,0 +1,241 @@
+"""Accounts, passwords, sessions and who a request is, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import sqlalchemy
+from sqlmodel import select
+
+from tutor import accounts, sessions
+from tutor.accounts import AccountError, AuthSettings, Identity, identity_for_request, safe_next
+from tutor.conversations import find_or_create
+from tutor.store import Account, AuthSession, Conversation, Learner, Store, utcnow
+
+PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+ACCOUNTS = AuthSettings()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
+        s.migrate()
+        yield s
+        s.dispose()
+        return
+    name = "tutor_accounts_" + uuid.uuid4().hex[:8]
+    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    s = Store(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
+    s.migrate()
+    try:
+        yield s
+    finally:
+        s.dispose()
+        with admin.connect() as c:
+            c.execute(sqlalchemy.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def cookie(token: str) -> dict[str, str]:
+    return {"Cookie": f"theme=dark; {sessions.COOKIE_NAME}={token}; other=1"}
+
+
+def test_sign_up_then_sign_in_with_the_name_in_any_case(db):
+    made = accounts.create_account(db, "  Ana.Lee ", "correct horse")
+    assert made.username == "ana.lee" and made.role == "learner"
+    assert made.password_hash.startswith("$argon2id$") and "correct horse" not in made.password_hash
+    assert accounts.authenticate(db, "ANA.LEE", "correct horse").id == made.id
+    assert accounts.find_account(db, "ana.lee").last_sign_in_at is not None
+    for name, password in [("ana.lee", "wrong horse"), ("nobody", "correct horse"), ("", "x"), ("a b", "correct horse")]:
+        with pytest.raises(AccountError) as refused:
+            accounts.authenticate(db, name, password)
+        assert refused.value.code == "credentials"
+
+
+@pytest.mark.parametrize("name", ["ab", "x" * 33, "ana lee", "ana@school", "añа", "../etc", ""])
+def test_usernames_outside_the_rules_are_refused_with_the_rule(name):
+    with pytest.raises(AccountError) as refused:
+        accounts.check_username(name)
+    assert refused.value.code == "username_invalid"
+    assert "3–32 characters" in str(refused.value)
+
+
+def test_names_are_unique_whatever_their_case_and_passwords_have_bounds(db):
+    accounts.create_account(db, "sam", "12345678")
+    with pytest.raises(AccountError, match="taken"):
+        accounts.create_account(db, "SAM", "abcdefgh")
+    with pytest.raises(AccountError, match="at least 8"):
+        accounts.create_account(db, "kim", "1234567")
+    with pytest.raises(AccountError, match="at most 256"):
+        accounts.create_account(db, "kim", "x" * 257)
+    assert accounts.create_account(db, "kim", "x" * 256).username == "kim"
+    assert [a.username for a in accounts.list_accounts(db)] == ["kim", "sam"]
+
+
+def test_an_unknown_name_costs_as_much_hashing_as_a_wrong_password(db):
+    accounts.create_account(db, "timing", "a good password")
+
+    def median(name: str) -> float:
+        took = []
+        for _ in range(5):
+            start = time.perf_counter()
+            with pytest.raises(AccountError):
+                accounts.authenticate(db, name, "not the password")
+            took.append(time.perf_counter() - start)
+        return statistics.median(took)
+
+    known, unknown = median("timing"), median("no-such-person")
+    assert unknown > 0.5 * known, (known, unknown)  # without the dummy hash: ~100x faster
+
+
+def test_a_session_token_is_stored_only_as_its_hash_and_finds_its_account(db):
+    account = accounts.create_account(db, "ria", "password1")
+    token = sessions.create_session(db, account.id, days=14)
+    assert len(token) >= 43
+    with db.session() as s:
+        rows = s.exec(select(AuthSession)).all()
+    assert [r.token_hash for r in rows] == [sessions.token_hash(token)] and token not in rows[0].token_hash
+    assert sessions.account_for_token(db, token, days=14).id == account.id
+    assert sessions.account_for_token(db, token[:-1] + ("A" if token[-1] != "A" else "B"), days=14) is None
+    assert sessions.account_for_token(db, "", days=14) is None
+
+
+def test_sessions_expire_slide_on_use_at_most_once_a_minute_and_end_at_sign_out(db):
+    account = accounts.create_account(db, "lee", "password1")
+    start = utcnow()
+    token = sessions.create_session(db, account.id, days=1, now=start)
+
+    def expires():
+        with db.session() as s:
+            return sessions._aware(s.exec(select(AuthSession)).one().expires_at)
+
+    first = expires()
+    assert sessions.account_for_token(db, token, days=1, now=start + timedelta(seconds=30))
+    assert expires() == first  # within a minute: nothing written
+    assert sessions.account_for_token(db, token, days=1, now=start + timedelta(hours=20))
+    assert expires() - first >= timedelta(hours=19)  # slid forward
+    assert sessions.account_for_token(db, token, days=1, now=start + timedelta(hours=20 + 25)) is None
+    with db.session() as s:
+        assert s.exec(select(AuthSession)).all() == []  # the expired row is gone
+
+    token = sessions.create_session(db, account.id, days=1)
+    sessions.end_session(db, token)
+    assert sessions.account_for_token(db, token, days=1) is None
+
+
+def test_disabling_or_a_new_password_ends_every_session(db):
+    account = accounts.create_account(db, "max", "password1")
+    tokens = [sessions.create_session(db, account.id, days=14) for _ in range(2)]
+    accounts.set_password(db, "max", "password2")
+    assert all(sessions.account_for_token(db, t, days=14) is None for t in tokens)
+    assert accounts.authenticate(db, "max", "password2").id == account.id
+    token = sessions.create_session(db, account.id, days=14)
+    accounts.set_disabled(db, "max")
+    assert sessions.account_for_token(db, token, days=14) is None
+    with pytest.raises(AccountError) as refused:
+        accounts.authenticate(db, "max", "password2")
+    assert refused.value.code == "disabled"
+
+
+def test_identity_from_the_session_cookie_in_accounts_mode(db):
+    account = accounts.create_account(db, "zoe", "password1", role="operator")
+    token = sessions.create_session(db, account.id, days=14)
+    who = identity_for_request(db, cookie(token), "203.0.113.9", settings=ACCOUNTS)
+    assert isinstance(who, Identity) and who.username == "zoe" and who.is_operator and who.account_id == account.id
+    with db.session() as s:
+        assert who.learner_key == s.get(Learner, account.learner_id).key
+    # Nothing else signs anyone in: no cookie, a made-up one, the local key, a proxy header.
+    assert identity_for_request(db, {}, "127.0.0.1", local_key=who.learner_key, settings=ACCOUNTS) is None
+    assert identity_for_request(db, cookie("made-up"), "127.0.0.1", settings=ACCOUNTS) is None
+    assert identity_for_request(db, {"X-Forwarded-User": "zoe"}, "127.0.0.1", settings=ACCOUNTS) is None
+
+
+def test_identity_in_header_mode_only_through_a_trusted_proxy(db):
+    settings = AuthSettings(mode="header", trusted_proxies=("127.0.0.1", "::1", "10.0.0.0/8"),
+                            operators=frozenset({"boss"}))
+    who = identity_for_request(db, {"x-forwarded-user": "Pat@School.example"}, "10.1.2.3", settings=settings)
+    assert who.username == "pat@school.example" and not who.is_operator
+    again = identity_for_request(db, {"X-Forwarded-User": "pat@school.example"}, "::1", settings=settings)
+    assert again == who  # the account made on first sight, found again
+    assert identity_for_request(db, {"x-forwarded-user": "boss"}, "127.0.0.1", settings=settings).is_operator
+    assert identity_for_request(db, {"x-forwarded-user": "pat@school.example"}, "192.0.2.7", settings=settings) is None
+    assert identity_for_request(db, {}, "127.0.0.1", settings=settings) is None
+    with db.session() as s:
+        assert s.exec(select(Account.password_hash).where(Account.username == "boss")).one() is None
+
+
+def test_identity_in_anonymous_mode_is_the_browser_key():
+    settings = AuthSettings(mode="anonymous")
+    assert identity_for_request(None, {}, "", local_key="abc123", settings=settings) == Identity("abc123", "", "learner")
+    assert identity_for_request(None, {}, "", settings=settings) is None
+
+
+def test_signing_up_in_the_same_browser_keeps_the_anonymous_learners_conversations(db):
+    find_or_create(db, "browser-key-1", "understanding_anxiety", False)
+    first = accounts.create_account(db, "early", "password1", local_key="browser-key-1")
+    # Someone else using the same browser later cannot take them over.
+    second = accounts.create_account(db, "later", "password1", local_key="browser-key-1")
+    with db.session() as s:
+        learner = s.exec(select(Learner).where(Learner.key == "browser-key-1")).one()
+        assert first.learner_id == learner.id and second.learner_id != learner.id
+        assert s.exec(select(Conversation).where(Conversation.learner_id == learner.id)).one()
+    # An unknown key: a learner of their own.
+    third = accounts.create_account(db, "third", "password1", local_key="never-seen")
+    with db.session() as s:
+        assert s.get(Learner, third.learner_id).key != "never-seen"
+
+
+def test_failed_sign_ins_are_limited_per_name_and_address():
+    now = [1000.0]
+    limit = sessions.FailureLimit(limit=3, window_s=900, clock=lambda: now[0])
+    for _ in range(3):
+        assert limit.wait_minutes("ana", "1.2.3.4") == 0
+        limit.failed("ana", "1.2.3.4")
+    assert limit.wait_minutes("ana", "1.2.3.4") == 15
+    assert limit.wait_minutes("ana", "5.6.7.8") == 0 and limit.wait_minutes("bob", "1.2.3.4") == 0
+    now[0] += 60 * 10 + 1
+    assert limit.wait_minutes("ana", "1.2.3.4") == 5
+    now[0] += 60 * 5
+    assert limit.wait_minutes("ana", "1.2.3.4") == 0
+    limit.failed("ana", "1.2.3.4")
+    limit.succeeded("ana", "1.2.3.4")
+    assert limit._failures == {}
+
+
+@pytest.mark.parametrize("target,expected", [
+    ("/learn?module=x", "/learn?module=x"), ("/", "/"), (None, "/"), ("", "/"),
+    ("//evil.example/", "/"), ("/\\evil.example", "/"), ("https://evil.example/", "/"),
+    ("javascript:alert(1)", "/"), ("/learn\r\nSet-Cookie: x", "/"), ("/signin?next=/x", "/"),
+])
+def test_only_same_site_paths_are_followed_after_sign_in(target, expected):
+    assert safe_next(target) == expected
+
+
+def test_settings_name_the_variable_and_a_value_that_works():
+    assert AuthSettings.from_env({}) == AuthSettings()
+    got = AuthSettings.from_env({"TUTOR_AUTH": "Header", "TUTOR_AUTH_HEADER": "Remote-User",
+                                 "TUTOR_TRUSTED_PROXIES": "10.0.0.0/8", "TUTOR_OPERATORS": "Alice, bob",
+                                 "TUTOR_SESSION_DAYS": "2"})
+    assert (got.mode, got.header, got.operators, got.session_days) == ("header", "remote-user", {"alice", "bob"}, 2)
+    assert got.trusts("10.9.8.7") and not got.trusts("127.0.0.1") and not got.trusts("not an address")
+    for env, hint in [({"TUTOR_AUTH": "ldap"}, "TUTOR_AUTH=accounts"), ({"TUTOR_SESSION_DAYS": "soon"}, "=14"),
+                      ({"TUTOR_TRUSTED_PROXIES": "proxy.local"}, "TUTOR_TRUSTED_PROXIES=127.0.0.1")]:
+        with pytest.raises(ValueError, match=hint):
+            AuthSettings.from_env(env)
+
+
+def test_cookie_flags_and_reading():
+    made = sessions.session_cookie("tok", days=14, secure=False)
+    assert "HttpOnly" in made and "SameSite=Lax" in made and "Path=/" in made and "Secure" not in made
+    assert f"Max-Age={400 * 86400}" in made  # the server ends it 14 days after its last use
+    assert sessions.session_cookie("tok", days=14, secure=True).endswith("; Secure")
+    assert sessions.cookie_value('a=1; tutor_session="xyz"; b') == "xyz"
+    assert sessions.cookie_value("not_tutor_session=1") == ""

@@ -1,0 +1,52 @@
+"""One refresh of the operator console as the page gets it (tutor.console_display): a page
+of reviews with a next page, health rows, a module's rows; on a real SQLite database with
+rows from real turns (tests/test_console.py's World)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_console import LIBRARY, MODULE, SECRET, World
+from tutor.console_display import REVIEW_PAGE, load_console
+from tutor.llm.config import LLMSettings
+from tutor.store import Message, Store
+
+
+@pytest.fixture
+def world(store: Store, monkeypatch: pytest.MonkeyPatch) -> World:
+    return World(store, monkeypatch)
+
+
+def test_one_refresh_holds_a_page_of_reviews_health_and_the_module(world, store):
+    data = load_console(store, LIBRARY, include_reviewed=False, page=0, module_id=MODULE,
+                        pricer=LLMSettings(price_input_per_mtok=3.0).cost)
+    assert [r.key for r in data.reviews] == [data.reviews[0].key, f"turn-{world.cat_reply.id}"]
+    risk, turn = data.reviews
+    assert risk.kind_label == "Safety flag" and risk.learner == "bob" and "confidence" in risk.detail
+    assert risk.evidence and risk.evidence[0].check == ""
+    assert turn.kind_label == "Tutor turn" and not turn.reviewed and turn.attempts[0].error_class == "AuthError"
+    assert turn.attempts[0].cost == "0.000000" and "TUTOR_LLM_API_KEY" in turn.attempts[0].hint
+    assert not data.has_more
+    assert [w.label for w in data.windows] == ["last hour", "last day"] and data.windows[0].p50.endswith("ms")
+    assert data.errors[0].status == "401" and "TUTOR_LLM_API_KEY" in data.errors[0].hint
+    assert data.module.module_id == MODULE and data.module.learners == "3"
+    assert any(t.mastered == "1" for t in data.module.topics)
+    assert any(f.key == "anxiety_levels_check-primary_level" for f in data.module.fields)
+    assert data.module.checks[0].mean == "10"
+    assert SECRET not in json.dumps([r.__dict__ for r in data.reviews], default=lambda o: o.__dict__)
+
+
+def test_the_review_list_is_paged_and_an_unknown_module_shows_nothing(world, store):
+    with store.session() as s:
+        for i in range(REVIEW_PAGE + 5):
+            s.add(Message(conversation_id=world.ann.id, seq=100 + i, role="tutor", raw=f"cut {i}",
+                          outcome="repaired", flags_json='["truncated"]'))
+        s.commit()
+    first = load_console(store, LIBRARY, include_reviewed=False, page=0, module_id="no-such-module")
+    second = load_console(store, LIBRARY, include_reviewed=False, page=1, module_id="no-such-module")
+    assert len(first.reviews) == REVIEW_PAGE and first.has_more
+    assert len(second.reviews) == 7 and not second.has_more  # 25 turns, a flag and cat's turn
+    assert not {r.key for r in first.reviews} & {r.key for r in second.reviews}
+    assert first.module.module_id == "" and first.module.topics == []

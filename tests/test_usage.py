@@ -1,0 +1,230 @@
+"""Usage limits per learner (tutor.usage), counted in memory and in a real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+import pytest
+import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tutor.llm.config import ConfigError
+from tutor.usage import LimitReached, UsageLimits, UsageSettings, in_words
+
+REDIS_URL = "redis://127.0.0.1:6379/12"  # a database of its own, emptied by each test
+
+
+def _flush_redis() -> None:
+    redis.Redis.from_url(REDIS_URL).flushdb()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make(request):
+    """Builds UsageLimits over the parametrised store (every rule runs against both)."""
+    remote = request.param == "redis"
+    if remote:
+        _flush_redis()
+
+    def build(**overrides) -> UsageLimits:
+        return UsageLimits(UsageSettings(redis_url=REDIS_URL if remote else None, **overrides))
+
+    yield build
+    if remote:
+        _flush_redis()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _refusal(coro) -> LimitReached:
+    with pytest.raises(LimitReached) as caught:
+        await coro
+    return caught.value
+
+
+def _seconds(message: str) -> float:
+    """The wait a refusal names, in seconds ("in 20 s", "in 3 h 12 min", "in 4 min")."""
+    m = re.search(r"in (?:(\d+) h)? ?(?:(\d+) min)? ?(?:(\d+) s)?(?:[.;]| —)", message)
+    assert m and any(m.groups()), message
+    h, mins, s = (int(g or 0) for g in m.groups())
+    return h * 3600 + mins * 60 + s
+
+
+# ------------------------------------------------------------------------ settings
+
+
+def test_settings_have_working_defaults_and_zero_means_no_limit():
+    s = UsageSettings.from_env({})
+    assert (s.turns_per_minute, s.daily_tokens, s.conversations_per_day, s.model_calls_in_flight) == (12, 200_000, 20, 100)
+    assert s.redis_url is None
+    off = UsageSettings.from_env({"TUTOR_DAILY_TOKENS": "0", "TUTOR_TURNS_PER_MINUTE": "0",
+                                  "TUTOR_REDIS_URL": "redis://127.0.0.1:6379"})
+    assert off.daily_tokens == 0 and off.turns_per_minute == 0 and off.redis_url == "redis://127.0.0.1:6379"
+
+
+@pytest.mark.parametrize("name, raw", [
+    ("TUTOR_TURNS_PER_MINUTE", "many"), ("TUTOR_DAILY_TOKENS", "-5"),
+    ("TUTOR_CONVERSATIONS_PER_DAY", "2.5"), ("TUTOR_MODEL_CALLS_IN_FLIGHT", "lots"),
+])
+def test_bad_settings_name_the_variable_and_a_value_that_works(name, raw):
+    with pytest.raises(ConfigError) as caught:
+        UsageSettings.from_env({name: raw})
+    assert re.search(rf"{name}=\d+", str(caught.value)), str(caught.value)
+
+
+def test_a_redis_url_that_is_not_one_is_refused_with_an_example():
+    with pytest.raises(ConfigError, match=r"TUTOR_REDIS_URL=redis://127\.0\.0\.1:6379"):
+        UsageSettings.from_env({"TUTOR_REDIS_URL": "127.0.0.1:6379"})
+
+
+@pytest.mark.parametrize("seconds, words", [
+    (0.2, "1 s"), (20, "20 s"), (59.5, "1 min"), (61, "2 min"), (3600, "1 h"), (3 * 3600 + 11 * 60 + 5, "3 h 12 min"),
+])
+def test_waits_read_as_relative_times(seconds, words):
+    assert in_words(seconds) == words
+
+
+# --------------------------------------------------------------------------- turns
+
+
+def test_turns_per_minute_refuse_the_next_turn_calmly_and_say_when(make):
+    limits = make(turns_per_minute=3)
+
+    async def go():
+        for _ in range(3):
+            await limits.admit_turn("ada")
+        refused = await _refusal(limits.admit_turn("ada"))
+        await limits.admit_turn("grace")  # another learner is not held back
+        return refused
+
+    refused = run(go())
+    assert refused.rule == "turns"
+    assert refused.message.startswith("You're sending messages faster than the tutor can keep up — you can send again in")
+    assert 1 <= _seconds(refused.message) <= 60
+    assert 0 < refused.retry_after_s <= 60
+
+
+@settings(max_examples=15, deadline=None)
+@given(limit=st.integers(1, 20), burst=st.integers(1, 100))
+def test_a_burst_of_concurrent_turns_never_lets_more_than_the_limit_through(limit, burst):
+    limits = UsageLimits(UsageSettings(turns_per_minute=limit))
+
+    async def one() -> bool:
+        try:
+            await limits.admit_turn("burst")
+        except LimitReached:
+            return False
+        return True
+
+    async def go():
+        return await asyncio.gather(*(one() for _ in range(burst)))
+
+    assert sum(run(go())) == min(limit, burst)
+
+
+def test_a_burst_across_two_workers_sharing_redis_never_passes_the_limit():
+    _flush_redis()
+    workers = [UsageLimits(UsageSettings(turns_per_minute=12, redis_url=REDIS_URL)) for _ in range(2)]
+
+    async def one(limits: UsageLimits) -> bool:
+        try:
+            await limits.admit_turn("burst")
+        except LimitReached:
+            return False
+        return True
+
+    async def go():
+        return await asyncio.gather(*(one(workers[i % 2]) for i in range(100)))
+
+    try:
+        assert sum(run(go())) == 12
+    finally:
+        _flush_redis()
+
+
+# -------------------------------------------------------------------------- tokens
+
+
+def test_daily_tokens_once_spent_refuse_new_turns_until_the_window_resets(make):
+    limits = make(daily_tokens=1000, turns_per_minute=0)
+
+    async def go():
+        await limits.spend_tokens("ada", 600)
+        await limits.admit_turn("ada")  # 400 left: the turn goes ahead
+        await limits.spend_tokens("ada", 700)  # past the limit: still counted
+        left = await limits.tokens_left("ada")
+        refused = await _refusal(limits.admit_turn("ada"))
+        await limits.admit_turn("grace")
+        return left, refused
+
+    left, refused = run(go())
+    assert left == 0
+    assert refused.rule == "tokens"
+    assert "today's limit" in refused.message and "carry on in" in refused.message
+    assert 23 * 3600 < _seconds(refused.message) <= 24 * 3600
+
+
+def test_no_token_limit_when_daily_tokens_is_zero(make):
+    limits = make(daily_tokens=0)
+
+    async def go():
+        await limits.spend_tokens("ada", 10**9)
+        await limits.admit_turn("ada")
+        return await limits.tokens_left("ada")
+
+    assert run(go()) is None
+
+
+# ------------------------------------------------------------------- conversations
+
+
+def test_start_over_beyond_the_days_allowance_is_refused_with_a_clear_message(make):
+    limits = make(conversations_per_day=2)
+
+    async def go():
+        await limits.admit_conversation("ada")
+        await limits.admit_conversation("ada")
+        refused = await _refusal(limits.admit_conversation("ada"))
+        await limits.admit_conversation("ada", refusable=False)  # a module's first conversation: never refused
+        await limits.admit_conversation("grace")
+        return refused
+
+    refused = run(go())
+    assert refused.rule == "conversations"
+    assert "started 2 new conversations today" in refused.message and "start over again in" in refused.message
+
+
+# -------------------------------------------------------------------------- faults
+
+
+def test_counts_are_shared_by_every_worker_on_the_same_redis():
+    _flush_redis()
+    one, two = (UsageLimits(UsageSettings(turns_per_minute=2, redis_url=REDIS_URL)) for _ in range(2))
+
+    async def go():
+        await one.admit_turn("ada")
+        await two.admit_turn("ada")
+        return await _refusal(one.admit_turn("ada"))
+
+    try:
+        assert run(go()).rule == "turns"
+    finally:
+        _flush_redis()
+
+
+def test_redis_down_lets_learners_through_with_one_warning(caplog):
+    limits = UsageLimits(UsageSettings(turns_per_minute=1, redis_url="redis://127.0.0.1:9/0"))
+
+    async def go():
+        for _ in range(3):
+            await limits.admit_turn("ada")
+            await limits.spend_tokens("ada", 10)
+
+    with caplog.at_level(logging.WARNING, logger="tutor.usage"):
+        run(go())
+    warnings = [r.getMessage() for r in caplog.records if r.name == "tutor.usage"]
+    assert len(warnings) == 1 and "TUTOR_REDIS_URL" in warnings[0]

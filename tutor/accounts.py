@@ -1,0 +1,328 @@
+"""Who is signed in: accounts, passwords, roles and the identity of a request.
+
+Plain Python (no Reflex): the sign-in routes (tutor/auth_routes.py), the Reflex state and
+`tutor users` all call these. Three ways to know a person (TUTOR_AUTH):
+
+- accounts (default): username + password (argon2id, argon2-cffi), a session cookie;
+- header: a trusted reverse proxy names the person (TUTOR_AUTH_HEADER), accepted only from
+  TUTOR_TRUSTED_PROXIES; an account is made on first sight, with no password;
+- anonymous: the browser's own random key (kiosks, demos), today's behaviour.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import sqlalchemy
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlmodel import select
+
+from tutor import sessions
+from tutor.store import Account, Learner, Store, utcnow
+
+MODES = ("accounts", "header", "anonymous")
+USERNAME_RE = re.compile(r"[a-z0-9._-]{3,32}")
+HEADER_USERNAME_RE = re.compile(r"[a-z0-9._@+-]{1,64}")  # proxies name people by e-mail too
+PASSWORD_MIN, PASSWORD_MAX = 8, 256
+
+# What the sign-in and sign-up pages say for each error code (?error=CODE).
+MESSAGES = {
+    "credentials": "That username and password don't match. Check them and try again.",
+    "missing": "Enter your username and password.",
+    "username_invalid": "Usernames are 3–32 characters: letters, digits, dots, dashes or underscores.",
+    "username_taken": "That username is taken. Please choose another one.",
+    "password_short": f"Passwords need at least {PASSWORD_MIN} characters.",
+    "password_long": f"Passwords can have at most {PASSWORD_MAX} characters.",
+    "disabled": "This account is switched off. Please ask whoever runs this Tutor.",
+    "throttled": "Too many attempts — try again in {minutes} minutes.",
+    "unavailable": "Tutor is unavailable right now. Please try again in a few minutes.",
+    "proxy": "This Tutor signs people in through your organisation's sign-in service, and this "
+             "visit did not come through it. Please open Tutor from its usual address.",
+}
+
+
+def message_for(code: str, minutes: int = 15) -> str:
+    text = MESSAGES.get(code, "")
+    return text.format(minutes=max(1, minutes)) if text else ""
+
+
+class AccountError(Exception):
+    """A refusal the person can act on; `code` names it (see MESSAGES)."""
+
+    def __init__(self, code: str, minutes: int = 0) -> None:
+        super().__init__(message_for(code, minutes) or code)
+        self.code, self.minutes = code, minutes
+
+
+@dataclass(frozen=True)
+class Identity:
+    learner_key: str
+    username: str  # "" when anonymous
+    role: str  # "learner" | "operator"
+    account_id: int | None = None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role == "operator"
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    mode: str = "accounts"
+    header: str = "x-forwarded-user"  # lower-case, as headers are compared
+    trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
+    operators: frozenset[str] = field(default_factory=frozenset)
+    session_days: float = 14.0
+    # An open tab's session is confirmed again at its next send once this many seconds
+    # have passed (TUTOR_SESSION_RECHECK): sign-out elsewhere, expiry or a disabled account
+    # stops an open chat within this time.
+    recheck_s: float = 60.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AuthSettings:
+        env = os.environ if env is None else env
+        mode = (env.get("TUTOR_AUTH") or "accounts").strip().lower()
+        if mode not in MODES:
+            raise ValueError(f"TUTOR_AUTH={mode!r} is not one of {', '.join(MODES)}: set e.g. TUTOR_AUTH=accounts")
+        raw_days = (env.get("TUTOR_SESSION_DAYS") or "14").strip()
+        try:
+            days = float(raw_days)
+        except ValueError:
+            days = 0.0
+        if not 0 < days <= 3650:
+            raise ValueError(f"TUTOR_SESSION_DAYS={raw_days!r} is not a number of days: set e.g. TUTOR_SESSION_DAYS=14")
+        proxies = tuple(p.strip() for p in (env.get("TUTOR_TRUSTED_PROXIES") or "127.0.0.1,::1").split(",") if p.strip())
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"TUTOR_TRUSTED_PROXIES has {proxy!r}, which is not an address or network: "
+                                 "set e.g. TUTOR_TRUSTED_PROXIES=127.0.0.1,10.0.0.0/8") from None
+        operators = frozenset(n.strip().lower() for n in (env.get("TUTOR_OPERATORS") or "").split(",") if n.strip())
+        header = (env.get("TUTOR_AUTH_HEADER") or "X-Forwarded-User").strip().lower()
+        raw_recheck = (env.get("TUTOR_SESSION_RECHECK") or "60").strip()
+        try:
+            recheck = float(raw_recheck)
+        except ValueError:
+            recheck = -1.0
+        if not 0 <= recheck <= 3600:
+            raise ValueError(f"TUTOR_SESSION_RECHECK={raw_recheck!r} is not a number of seconds (0-3600): "
+                             "set e.g. TUTOR_SESSION_RECHECK=60")
+        return cls(mode, header, proxies, operators, days, recheck)
+
+    def trusts(self, client_host: str) -> bool:
+        return _trusted(self.trusted_proxies, client_host)
+
+
+@lru_cache(maxsize=64)
+def _networks(proxies: tuple[str, ...]) -> tuple[ipaddress._BaseNetwork, ...]:
+    return tuple(ipaddress.ip_network(p, strict=False) for p in proxies)
+
+
+def _trusted(proxies: tuple[str, ...], client_host: str) -> bool:
+    try:
+        address = ipaddress.ip_address((client_host or "").strip().removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return False
+    if getattr(address, "ipv4_mapped", None):
+        address = address.ipv4_mapped
+    return any(address in network for network in _networks(proxies))
+
+
+# ------------------------------------------------------------------ usernames and passwords
+
+_hasher = PasswordHasher()  # argon2id with the library's (RFC 9106 low-memory) parameters
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    return _hasher.hash(uuid.uuid4().hex)
+
+
+def normalise_username(name: str) -> str:
+    return (name or "").strip().lower()
+
+
+def check_username(name: str) -> str:
+    """The stored (lower-case) form, or AccountError("username_invalid")."""
+    username = normalise_username(name)
+    if not USERNAME_RE.fullmatch(username):
+        raise AccountError("username_invalid")
+    return username
+
+
+def check_password(password: str) -> None:
+    if len(password or "") < PASSWORD_MIN:
+        raise AccountError("password_short")
+    if len(password) > PASSWORD_MAX:
+        raise AccountError("password_long")
+
+
+def hash_password(password: str) -> str:
+    check_password(password)
+    return _hasher.hash(password)
+
+
+def _verify(password_hash: str | None, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash or _dummy_hash(), password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+# ------------------------------------------------------------------ accounts
+
+
+def find_account(store: Store, username: str) -> Account | None:
+    with store.session(read_only=True) as s:
+        return s.exec(select(Account).where(Account.username == normalise_username(username))).first()
+
+
+def create_account(store: Store, username: str, password: str | None, *, role: str = "learner",
+                   local_key: str = "", header: bool = False) -> Account:
+    """A new account with its learner. `local_key`: this browser's anonymous learner key;
+    their conversations come along when no other account owns that learner yet."""
+    if header:
+        username = normalise_username(username)
+        if not HEADER_USERNAME_RE.fullmatch(username):
+            raise AccountError("username_invalid")
+    else:
+        username = check_username(username)
+    password_hash = hash_password(password) if password is not None else None
+    if role not in ("learner", "operator"):
+        raise ValueError(f"role {role!r} is not learner or operator")
+    with store.session() as s:
+        if s.exec(select(Account.id).where(Account.username == username)).first() is not None:
+            raise AccountError("username_taken")
+        learner = None
+        if local_key:
+            learner = s.exec(select(Learner).where(Learner.key == local_key[:128])).first()
+            if learner is not None and s.exec(select(Account.id).where(Account.learner_id == learner.id)).first():
+                learner = None  # someone else's: never hand their conversations over
+        if learner is None:
+            learner = Learner(key=uuid.uuid4().hex)
+            s.add(learner)
+            s.flush()
+        account = Account(username=username, password_hash=password_hash, role=role, learner_id=learner.id)
+        s.add(account)
+        try:
+            s.commit()
+        except sqlalchemy.exc.IntegrityError:  # the same name, at the same moment
+            s.rollback()
+            raise AccountError("username_taken") from None
+        return account
+
+
+def authenticate(store: Store, username: str, password: str) -> Account:
+    """The account for a correct username and password, else AccountError("credentials")
+    (or "disabled"). An unknown name costs the same hashing time as a known one."""
+    name = normalise_username(username)
+    account = find_account(store, name) if USERNAME_RE.fullmatch(name) else None
+    if not _verify(account.password_hash if account else None, (password or "")[:PASSWORD_MAX * 4]):
+        raise AccountError("credentials")
+    if account is None or account.password_hash is None:  # pragma: no cover - the dummy never verifies
+        raise AccountError("credentials")
+    if account.disabled:
+        raise AccountError("disabled")
+    with store.session() as s:
+        row = s.get(Account, account.id)
+        if _hasher.check_needs_rehash(row.password_hash):
+            row.password_hash = _hasher.hash(password)
+        row.last_sign_in_at = utcnow()
+        s.add(row)
+        s.commit()
+        return row
+
+
+def _update(store: Store, username: str, change) -> Account:
+    with store.session() as s:
+        account = s.exec(select(Account).where(Account.username == normalise_username(username))).first()
+        if account is None:
+            raise LookupError(f"no account called {normalise_username(username)!r}")
+        change(account)
+        s.add(account)
+        s.commit()
+        return account
+
+
+def set_password(store: Store, username: str, password: str) -> Account:
+    """A new password; every session of the account ends (sign in again everywhere)."""
+    new_hash = hash_password(password)
+    account = _update(store, username, lambda a: setattr(a, "password_hash", new_hash))
+    sessions.end_all_sessions(store, account.id)
+    return account
+
+
+def set_disabled(store: Store, username: str, disabled: bool = True) -> Account:
+    account = _update(store, username, lambda a: setattr(a, "disabled", disabled))
+    if disabled:
+        sessions.end_all_sessions(store, account.id)
+    return account
+
+
+def set_role(store: Store, username: str, role: str) -> Account:
+    if role not in ("learner", "operator"):
+        raise ValueError(f"role {role!r} is not learner or operator")
+    return _update(store, username, lambda a: setattr(a, "role", role))
+
+
+def list_accounts(store: Store) -> list[Account]:
+    with store.session(read_only=True) as s:
+        return list(s.exec(select(Account).order_by(Account.username)).all())
+
+
+def _learner_key(store: Store, account: Account) -> str:
+    with store.session(read_only=True) as s:
+        return s.exec(select(Learner.key).where(Learner.id == account.learner_id)).one()
+
+
+def identity_of(store: Store, account: Account, settings: AuthSettings | None = None) -> Identity:
+    operators = settings.operators if settings and settings.mode == "header" else frozenset()
+    role = "operator" if account.role == "operator" or account.username in operators else "learner"
+    return Identity(_learner_key(store, account), account.username, role, account.id)
+
+
+def identity_for_request(store, headers: Mapping[str, str], client_host: str, *,
+                         local_key: str = "", settings: AuthSettings | None = None) -> Identity | None:
+    """The signed-in person for an HTTP request or a websocket's headers (cookie, proxy
+    header, or the anonymous local key); None when nobody is signed in."""
+    settings = settings or AuthSettings.from_env()
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if settings.mode == "anonymous":
+        key = (local_key or "").strip()[:128]
+        return Identity(key, "", "learner") if key else None
+    if settings.mode == "header":
+        name = normalise_username(lowered.get(settings.header, ""))
+        if not name or not settings.trusts(client_host) or not HEADER_USERNAME_RE.fullmatch(name):
+            return None
+        account = find_account(store, name)
+        if account is None:
+            try:
+                account = create_account(store, name, None, header=True)
+            except AccountError:  # made by a parallel request a moment ago
+                account = find_account(store, name)
+        if account is None or account.disabled:
+            return None
+        return identity_of(store, account, settings)
+    token = sessions.cookie_value(lowered.get("cookie", ""))
+    account = sessions.account_for_token(store, token, days=settings.session_days) if token else None
+    return identity_of(store, account, settings) if account is not None else None
+
+
+def safe_next(target: str | None, default: str = "/") -> str:
+    """A same-site path to go back to after signing in (never another site: `//host`,
+    `/\\host`, `https://...`, control characters)."""
+    target = (target or "").strip()
+    if (not target.startswith("/") or target.startswith("//") or "\\" in target
+            or any(ord(c) < 32 or ord(c) == 127 for c in target) or len(target) > 512):
+        return default
+    if target.split("?")[0] in ("/signin", "/signup"):
+        return default
+    return target

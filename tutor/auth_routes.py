@@ -1,0 +1,173 @@
+"""Sign-in, sign-up and sign-out as plain HTTP form posts (Starlette routes mounted in front
+of the Reflex app). The session cookie is set here, HttpOnly, so no page script ever holds
+the token; each post answers with a 303 back to a page (errors as `?error=CODE`, with the
+typed username, never the password)."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode, urlsplit
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from tutor import dbfaults, sessions
+from tutor.accounts import AccountError, AuthSettings, authenticate, create_account, normalise_username, safe_next
+
+log = logging.getLogger(__name__)
+LIMIT = sessions.FailureLimit()
+
+REFUSED = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Tutor</title></head>
+<body><main><h1>That form could not be sent</h1>
+<p>It has to be sent from Tutor's own page. Please go back, reload the page and try again.</p>
+<p><a href="/signin">Go to the sign-in page</a></p></main></body></html>"""
+
+
+def _store(request: Request):
+    given = getattr(request.app.state, "tutor_store", None)
+    if given is not None:
+        return given
+    from tutor.runtime import get_engine  # the engine is built on first use, not at import
+
+    return get_engine().store
+
+
+def client_address(request: Request, settings: AuthSettings) -> str:
+    direct = request.client.host if request.client else ""
+    forwarded = [a.strip() for a in request.headers.get("x-forwarded-for", "").split(",") if a.strip()]
+    return forwarded[-1] if forwarded and settings.trusts(direct) else direct
+
+
+def same_origin(request: Request, settings: AuthSettings) -> bool:
+    """CSRF check: the post must come from a page of this site (Origin, else Referer)."""
+    source = request.headers.get("origin") or request.headers.get("referer") or ""
+    if not source or source == "null":
+        return False
+    parts = urlsplit(source)
+    hosts = {request.headers.get("host", "").lower()}
+    if request.client and settings.trusts(request.client.host):
+        hosts.add(request.headers.get("x-forwarded-host", "").split(",")[0].strip().lower())
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and parts.netloc.lower() in hosts - {""}
+
+
+def _secure(request: Request) -> bool:
+    return sessions.is_https(request.headers, request.url.scheme)
+
+
+def _back(page: str, code: str, username: str, next_path: str, **extra: object) -> RedirectResponse:
+    query = {"error": code, "username": username.strip()[:64], **{k: str(v) for k, v in extra.items()}}
+    if next_path != "/":
+        query["next"] = next_path
+    return RedirectResponse(f"{page}?{urlencode(query)}", status_code=303)
+
+
+def _signed_in(request: Request, account_id: int, next_path: str, settings: AuthSettings, store) -> Response:
+    token = sessions.create_session(store, account_id, days=settings.session_days)
+    response = RedirectResponse(next_path, status_code=303)
+    response.headers.append("set-cookie", sessions.session_cookie(token, days=settings.session_days,
+                                                                  secure=_secure(request)))
+    return response
+
+
+async def _end_previous(request: Request, store) -> None:
+    """Whoever was signed in on this browser before is signed out: their session ends."""
+    old = sessions.cookie_value(request.headers.get("cookie", ""))
+    if old:
+        await store.run(sessions.end_session, store, old)
+
+
+async def _form(request: Request) -> tuple[AuthSettings, dict[str, str]] | Response:
+    settings = AuthSettings.from_env()
+    if settings.mode != "accounts":
+        return RedirectResponse("/", status_code=303)
+    if not same_origin(request, settings):
+        return HTMLResponse(REFUSED, status_code=403)
+    form = await request.form()
+    return settings, {k: str(v) for k, v in form.items() if isinstance(v, str)}
+
+
+async def signin(request: Request) -> Response:
+    got = await _form(request)
+    if isinstance(got, Response):
+        return got
+    settings, form = got
+    username, password = form.get("username", ""), form.get("password", "")
+    next_path = safe_next(form.get("next"))
+    if not username.strip() or not password:
+        return _back("/signin", "missing", username, next_path)
+    name, address = normalise_username(username), client_address(request, settings)
+    wait = LIMIT.wait_minutes(name, address)
+    if wait:
+        return _back("/signin", "throttled", username, next_path, minutes=wait)
+    try:
+        store = _store(request)
+        account = await store.run(authenticate, store, username, password)
+        await _end_previous(request, store)
+        response = await store.run(_signed_in, request, account.id, next_path, settings, store)
+    except AccountError as refusal:
+        if refusal.code == "credentials":
+            LIMIT.failed(name, address)
+        return _back("/signin", refusal.code, username, next_path)
+    except dbfaults.DatabaseUnavailable as fault:
+        dbfaults.report(fault, log, "sign-in")
+        return _back("/signin", "unavailable", username, next_path)
+    LIMIT.succeeded(name, address)
+    return response
+
+
+async def signup(request: Request) -> Response:
+    got = await _form(request)
+    if isinstance(got, Response):
+        return got
+    settings, form = got
+    username, password = form.get("username", ""), form.get("password", "")
+    next_path = safe_next(form.get("next"))
+    if not username.strip() or not password:
+        return _back("/signup", "missing", username, next_path)
+    try:
+        store = _store(request)
+        account = await store.run(create_account, store, username, password, local_key=form.get("local_key", ""))
+        await _end_previous(request, store)
+        response = await store.run(_signed_in, request, account.id, next_path, settings, store)
+    except AccountError as refusal:
+        return _back("/signup", refusal.code, username, next_path)
+    except dbfaults.DatabaseUnavailable as fault:
+        dbfaults.report(fault, log, "sign-up")
+        return _back("/signup", "unavailable", username, next_path)
+    return response
+
+
+async def signout(request: Request) -> Response:
+    settings = AuthSettings.from_env()
+    if not same_origin(request, settings):
+        return HTMLResponse(REFUSED, status_code=403)
+    token = sessions.cookie_value(request.headers.get("cookie", ""))
+    if token:
+        try:
+            store = _store(request)
+            await store.run(sessions.end_session, store, token)
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "sign-out")  # the cookie still goes
+    response = RedirectResponse("/signin" if settings.mode == "accounts" else "/", status_code=303)
+    response.headers.append("set-cookie", sessions.cleared_cookie(secure=_secure(request)))
+    return response
+
+
+def auth_api(store=None) -> Starlette:
+    """The routes, for `rx.App(api_transformer=auth_api())`: Reflex mounts its own app
+    (pages, event socket) under this one, so everything else passes through. `store`: a
+    database of its own (else the app's engine's, made on first use). A wrong TUTOR_AUTH*
+    setting stops the app here, at start-up, naming the variable and a value that works."""
+    try:
+        AuthSettings.from_env()
+    except ValueError as wrong:
+        raise SystemExit(f"tutor: {wrong}") from None
+    app = Starlette(routes=[
+        Route("/auth/signin", signin, methods=["POST"]),
+        Route("/auth/signup", signup, methods=["POST"]),
+        Route("/auth/signout", signout, methods=["POST"]),
+    ])
+    app.state.tutor_store = store
+    return app

@@ -1,0 +1,73 @@
+"""A learner's data request: delete one learner and everything that belongs to them, in
+one transaction (all or nothing): their messages, the model calls' audit rows, safety
+flags, reply claims, judged answers, progress, review marks, conversations, sign-in
+sessions, account and the learner row itself. Other learners' rows are never touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete
+from sqlmodel import col, select
+
+from tutor.console import LearnerRef, find_learner
+from tutor.store import (
+    Account,
+    AuditEvent,
+    AuthSession,
+    CheckAttempt,
+    Conversation,
+    Learner,
+    Message,
+    ProgressRecord,
+    ReplyClaim,
+    RiskEvent,
+    Store,
+    TurnReview,
+)
+
+__all__ = ["Deleted", "delete_learner", "find_learner", "LearnerRef"]
+
+
+@dataclass(frozen=True)
+class Deleted:
+    learner_key: str
+    username: str
+    rows: dict[str, int]  # table -> rows deleted
+
+    @property
+    def total(self) -> int:
+        return sum(self.rows.values())
+
+
+def delete_learner(store: Store, learner_id: int) -> Deleted | None:
+    """Delete the learner with this id and all their rows; None when there is no such learner."""
+    with store.session() as s:
+        learner = s.get(Learner, learner_id)
+        if learner is None:
+            return None
+        account = s.exec(select(Account).where(Account.learner_id == learner_id)).first()
+        conversations = select(Conversation.id).where(Conversation.learner_id == learner_id)
+        messages = select(Message.id).where(col(Message.conversation_id).in_(conversations))
+        in_conversations = lambda table: col(table.conversation_id).in_(conversations)  # noqa: E731
+        steps = [
+            ("turn_review", delete(TurnReview).where(col(TurnReview.message_id).in_(messages))),
+            ("audit_event", delete(AuditEvent).where(in_conversations(AuditEvent))),
+            ("risk_event", delete(RiskEvent).where(in_conversations(RiskEvent))),
+            ("check_attempt", delete(CheckAttempt).where(in_conversations(CheckAttempt))),
+            ("reply_claim", delete(ReplyClaim).where(in_conversations(ReplyClaim))),
+            ("message", delete(Message).where(in_conversations(Message))),
+            ("conversation", delete(Conversation).where(Conversation.learner_id == learner_id)),
+            ("progress_record", delete(ProgressRecord).where(ProgressRecord.learner_id == learner_id)),
+        ]
+        if account is not None:
+            steps += [
+                ("auth_session", delete(AuthSession).where(AuthSession.account_id == account.id)),
+                ("account", delete(Account).where(Account.id == account.id)),
+            ]
+        steps.append(("learner", delete(Learner).where(Learner.id == learner_id)))
+        db = s.connection()
+        rows = {name: db.execute(statement).rowcount for name, statement in steps}
+        s.commit()
+        return Deleted(learner.key, account.username if account else "", rows)

@@ -1,0 +1,231 @@
+"""Reflex state of the operator console (/operator). Thin: the reads and writes are in
+tutor.console_display, tutor.reviews and tutor.learner_data.
+
+Every handler checks the operator itself: the page's on_load resolves who is signed in
+(the session cookie or the trusted proxy's header, never anything the page says), and a
+learner or a signed-out visitor gets no data at all in their state. Actions that change
+data (mark reviewed, delete a learner) check the identity again. Loading runs in a
+background task: the database work happens on the store's threads without the tab's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import quote
+
+import reflex as rx
+
+from tutor import dbfaults
+from tutor.auth_state import TutorState
+from tutor.console_display import ErrorRow, ModuleView, ReviewRow, WindowRow, load_console
+from tutor.learner_data import delete_learner, find_learner
+from tutor.reviews import mark_reviewed, mark_turn_reviewed
+from tutor.runtime import get_engine
+
+log = logging.getLogger(__name__)
+
+NOTE_MAX = 2000
+
+
+class OperatorState(TutorState):
+    access: str = ""  # "" while checking | operator | denied | unavailable
+    operator_name: str = ""
+    loading: bool = False
+    load_error: str = ""
+    notice: str = ""  # the last action's outcome, announced politely
+
+    show_reviewed: bool = False
+    review_page: int = 0
+    has_more: bool = False
+    reviews: list[ReviewRow] = []
+
+    windows: list[WindowRow] = []
+    errors: list[ErrorRow] = []
+
+    module_ids: list[str] = []
+    module_titles: dict[str, str] = {}
+    module_id: str = ""
+    module: ModuleView = ModuleView()
+
+    delete_found: str = ""  # what the lookup found, shown with the confirmation
+    delete_name: str = ""  # the name the operator must type to confirm
+    delete_error: str = ""
+    _delete_learner_id: int = 0
+    _operator: str = ""  # the username, once on_load checked the session
+
+    # ------------------------------------------------------------------ access
+
+    async def _check_operator(self) -> bool:
+        try:
+            who = await self.identity()
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "operator console")
+            self.access, self.load_error = "unavailable", dbfaults.UNAVAILABLE
+            return False
+        if who is None or not who.is_operator:
+            self._forget()
+            self.access = "denied"
+            return False
+        self._operator = self.operator_name = who.username or "operator"
+        self.access = "operator"
+        return True
+
+    def _forget(self) -> None:
+        self._operator = self.operator_name = ""
+        self.reviews, self.windows, self.errors = [], [], []
+        self.module, self.module_ids, self.module_titles = ModuleView(), [], {}
+        self.has_more, self.review_page = False, 0
+        self.delete_found = self.delete_name = self.delete_error = ""
+        self._delete_learner_id = 0
+
+    @rx.event
+    async def load(self):
+        self.access, self.notice, self.load_error = "", "", ""
+        if not await self._check_operator():
+            if self.access == "denied" and self.auth_mode == "accounts" and not self.signed_in_as:
+                return rx.redirect(f"/signin?next={quote('/operator', safe='')}")
+            return None
+        library = get_engine().library
+        self.module_ids = list(library.modules)
+        self.module_titles = {m.id: m.title for m in library.modules.values()}
+        if self.module_id not in library.modules:
+            self.module_id = self.module_ids[0] if self.module_ids else ""
+        return OperatorState.refresh
+
+    # ------------------------------------------------------------------ loading
+
+    @rx.event(background=True)
+    async def refresh(self):
+        async with self:
+            if not self._operator:
+                return
+            self.loading = True
+            include, page, module_id = self.show_reviewed, self.review_page, self.module_id
+        engine = get_engine()
+        pricer = engine.settings.cost if engine.settings.prices_configured else None
+        try:
+            data = await engine.store.run(load_console, engine.store, engine.library, include_reviewed=include,
+                                          page=page, module_id=module_id, pricer=pricer)
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "operator console")
+            async with self:
+                self.loading, self.load_error = False, dbfaults.UNAVAILABLE
+            return
+        async with self:
+            if not self._operator:  # signed out meanwhile
+                self.loading = False
+                return
+            self.reviews, self.has_more = data.reviews, data.has_more
+            self.windows, self.errors, self.module = data.windows, data.errors, data.module
+            self.loading, self.load_error = False, ""
+
+    @rx.event
+    def toggle_show_reviewed(self):
+        if not self._operator:
+            return None
+        self.show_reviewed, self.review_page = not self.show_reviewed, 0
+        return OperatorState.refresh
+
+    @rx.event
+    def next_page(self):
+        if not self._operator or not self.has_more:
+            return None
+        self.review_page += 1
+        return OperatorState.refresh
+
+    @rx.event
+    def previous_page(self):
+        if not self._operator or self.review_page == 0:
+            return None
+        self.review_page -= 1
+        return OperatorState.refresh
+
+    @rx.event
+    def choose_module(self, module_id: str):
+        if not self._operator or module_id not in self.module_titles:
+            return None
+        self.module_id = module_id
+        return OperatorState.refresh
+
+    # ------------------------------------------------------------------ actions
+
+    @rx.event
+    async def mark_reviewed(self, form_data: dict[str, Any]):
+        if not self._operator or not await self._check_operator():
+            return None
+        kind, _, number = str(form_data.get("item", "")).partition("-")
+        note = str(form_data.get("note", "")).strip()[:NOTE_MAX] or None
+        if kind not in ("risk", "turn") or not number.isdigit():
+            return None
+        store = get_engine().store
+        mark = mark_reviewed if kind == "risk" else mark_turn_reviewed
+        try:
+            found = await store.run(mark, store, int(number), by=self._operator, note=note)
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "mark reviewed")
+            self.notice = "Could not save the review mark just now: the database is unavailable."
+            return None
+        what = "Safety flag" if kind == "risk" else "Tutor turn"
+        self.notice = f"{what} {number} marked reviewed." if found else f"{what} {number} no longer exists."
+        return OperatorState.refresh
+
+    @rx.event
+    async def find_learner(self, form_data: dict[str, Any]):
+        self.delete_found = self.delete_name = self.delete_error = ""
+        self._delete_learner_id = 0
+        if not self._operator or not await self._check_operator():
+            return None
+        wanted = str(form_data.get("who", "")).strip()[:128]
+        if not wanted:
+            self.delete_error = "Type a learner's username or key."
+            return None
+        store = get_engine().store
+        try:
+            ref = await store.run(find_learner, store, wanted)
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "find learner")
+            self.delete_error = "The database is unavailable just now. Try again in a moment."
+            return None
+        if ref is None:
+            self.delete_error = f"No learner has the username or key “{wanted}”."
+            return None
+        if ref.username and ref.username == self._operator:
+            self.delete_error = "That is your own account: another operator (or `tutor learners delete`) can delete it."
+            return None
+        self._delete_learner_id = ref.id
+        self.delete_name = ref.username or ref.key
+        account = f" (account {ref.username})" if ref.username else ""
+        self.delete_found = f"Learner {ref.key}{account}: {ref.conversations} conversation(s)."
+        return rx.set_focus("delete-confirm")
+
+    @rx.event
+    def cancel_delete(self):
+        self.delete_found = self.delete_name = self.delete_error = ""
+        self._delete_learner_id = 0
+        return rx.set_focus("delete-who")
+
+    @rx.event
+    async def confirm_delete(self, form_data: dict[str, Any]):
+        if not self._operator or not self._delete_learner_id or not await self._check_operator():
+            return None
+        typed = str(form_data.get("confirm", "")).strip()
+        if typed != self.delete_name and typed.lower() != self.delete_name.lower():
+            self.delete_error = f"Type “{self.delete_name}” exactly to confirm. Nothing was deleted."
+            return rx.set_focus("delete-confirm")
+        store = get_engine().store
+        try:
+            deleted = await store.run(delete_learner, store, self._delete_learner_id)
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "delete learner")
+            self.delete_error = "The database is unavailable: nothing was deleted. Try again in a moment."
+            return None
+        name = self.delete_name
+        self.delete_found = self.delete_name = self.delete_error = ""
+        self._delete_learner_id = 0
+        if deleted is None:
+            self.notice = f"{name} was already deleted."
+        else:
+            log.info("learner %s deleted by %s (%s rows)", deleted.learner_key, self._operator, deleted.total)
+            self.notice = f"Deleted {name} and all their data ({deleted.total:,} rows)."
+        return [rx.set_value("delete-who", ""), OperatorState.refresh]

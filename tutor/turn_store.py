@@ -1,0 +1,227 @@
+"""The database half of a tutor turn: what the model reads of the past, and the reply
+stored with everything that belongs to it — one audit row per model call, the learner's
+progress, the safety screen's flags and the judged answers — in one transaction.
+
+Plain synchronous functions over a `Store`, run by the engine in a worker thread, with
+statements built once (see tutor.conversations).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, bindparam, insert, update
+from sqlmodel import Session, func, select
+
+from tutor.contract import TutorResponse
+from tutor import conversations, teaching
+from tutor.conversations import PendingTurn, defaults_of, new_message, progress_state
+from tutor.modules import Module
+from tutor.risk.turn import FAILED_LABEL, TurnScreen
+from tutor.llm.base import ChatMessage
+from tutor.llm.errors import scrub, scrub_data
+from tutor.progress import ProgressState
+from tutor.store import AuditEvent, CheckAttempt, Conversation, Message, ProgressRecord, RiskEvent, Store, utcnow
+from tutor.views import MessageView
+
+__all__ = ["UNSHOWN_REPLY", "TurnInputs", "model_memory", "owed", "risk_rows", "store_reply", "turn_inputs", "turn_reads"]
+
+# What the model reads in place of a reply that could not be shown as a lesson: short,
+# honest, and in the shape the model is asked to write.
+UNSHOWN_REPLY = json.dumps(
+    {"content": {"text_blocks": [{"type": "paragraph", "content": "(My previous reply could not be shown.)"}]},
+     "meta": {"response_type": "error"}}
+)
+
+_MESSAGE, _CONVERSATION = Message.__table__, Conversation.__table__
+_LAST_SEQ = select(func.max(_MESSAGE.c.seq)).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"))
+_MEMORY = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.text, _MESSAGE.c.reply_to_seq, _MESSAGE.c.parsed_json)
+           .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
+_PROGRESS, _AUDIT = ProgressRecord.__table__, AuditEvent.__table__
+# A turn's conversation row, the learner's progress in the module, and the tokens spent.
+_TURN_STATE = (
+    select(*_CONVERSATION.c, _PROGRESS.c.covered_json.label("covered"), _PROGRESS.c.milestones_json.label("milestones"),
+           select(func.coalesce(func.sum(_AUDIT.c.tokens_in + _AUDIT.c.tokens_out), 0))
+           .where(_AUDIT.c.conversation_id == _CONVERSATION.c.id).scalar_subquery().label("tokens"))
+    .outerjoin(_PROGRESS, and_(_PROGRESS.c.learner_id == _CONVERSATION.c.learner_id,
+                               _PROGRESS.c.module_id == bindparam("b_module")))
+    .where(_CONVERSATION.c.id == bindparam("b_conversation"))
+)
+_TOUCH_CONVERSATION = (update(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
+                       .values(updated_at=bindparam("b_now")))
+_INSERT_AUDIT = insert(AuditEvent.__table__)
+_SET_PROGRESS = (update(ProgressRecord.__table__)
+                 .where(ProgressRecord.__table__.c.learner_id == bindparam("b_learner"),
+                        ProgressRecord.__table__.c.module_id == bindparam("b_module"))
+                 .values(covered_json=bindparam("b_covered"), milestones_json=bindparam("b_milestones"),
+                         updated_at=bindparam("b_now")))
+_INSERT_PROGRESS = insert(ProgressRecord.__table__)
+
+
+@dataclass(frozen=True)
+class TurnInputs:
+    conversation: Conversation
+    progress: ProgressState
+    history: list[ChatMessage]  # what the model reads of the past
+    turn_index: int
+    tokens_used: int  # by this conversation so far (budgets)
+
+
+def turn_inputs(store: Store, conversation_id: int, module_id: str, upto: int | None) -> TurnInputs:
+    """Everything said before learner message `upto` (and replies to earlier messages that
+    were stored after it); never that message or later learner messages."""
+    with store.session(read_only=True) as s:
+        db = s.connection()
+        found = db.execute(_TURN_STATE, {"b_conversation": conversation_id, "b_module": module_id}).mappings().first()
+        assert found is not None
+        rows = db.execute(_MEMORY, {"b_conversation": conversation_id}).all()
+    conv = Conversation(**{name: found[name] for name in _CONVERSATION.c.keys()})
+    before = progress_state(found["covered"] or "[]", found["milestones"] or "[]")
+    tokens_used = found["tokens"]
+    past: list[ChatMessage] = []
+    turns = 0
+    for row in rows:
+        if upto is not None and row.role == "learner" and row.seq >= upto:
+            continue
+        if upto is not None and row.role == "tutor" and (row.reply_to_seq or -1) >= upto:
+            continue
+        if row.role == "learner":
+            turns += 1
+            past.append(ChatMessage("user", row.text))
+        else:
+            past.append(ChatMessage("assistant", model_memory(row)))
+    return TurnInputs(conv, before, past, turns + (1 if upto is not None else 0), int(tokens_used or 0))
+
+
+def model_memory(row: Any) -> str:
+    """What the model reads of one of its past replies (a Message, or a row with its
+    `parsed_json`): the reply as the learner saw it (compact JSON), or a one-line stand-in
+    for raw text that could not be shown — a failed reply read back word for word costs
+    hundreds of tokens and teaches the model its mistake."""
+    if row.parsed_json:
+        return _compact(row.parsed_json)
+    return UNSHOWN_REPLY
+
+
+@functools.lru_cache(maxsize=4096)
+def _compact(parsed_json: str) -> str:
+    # Stored replies never change, and every turn reads them all again.
+    return json.dumps(json.loads(parsed_json), ensure_ascii=False, separators=(",", ":"))
+
+
+def store_reply(
+    store: Store,
+    conv: Conversation,
+    module_id: str,
+    *,
+    raw: str,
+    shown: TutorResponse | None,
+    outcome: str,
+    flags: list[str],
+    attempts: list[Any],
+    state: ProgressState,
+    reply_to_seq: int | None,
+    risks: Iterable[RiskEvent] = (),
+    guard: Callable[[Session], None] | None = None,
+    checks: Iterable[dict[str, Any]] = (),
+) -> MessageView:
+    """The tutor's reply, one audit row per model call, the learner's progress, the
+    safety screen's flags for review and the judged answers (CheckAttempt fields, plain
+    data), in one transaction. `guard` runs first in that
+    transaction and may raise to store nothing (tutor.claims.release: the reply claim)."""
+    forms = (shown.content.forms or []) if shown else []
+    conversation_id = conv.id or 0
+    with store.session() as s:
+        if guard is not None:
+            guard(s)
+        db = s.connection()
+        last_seq = db.execute(_LAST_SEQ, {"b_conversation": conversation_id}).scalar()
+        row = new_message(
+            db,
+            conversation_id=conversation_id,
+            seq=0 if last_seq is None else last_seq + 1,
+            role="tutor",
+            raw=raw,
+            parsed_json=json.dumps(shown.to_json_dict(), ensure_ascii=False) if shown else None,
+            outcome=outcome,
+            flags_json=json.dumps(flags),
+            form_states_json=json.dumps({f.id: {"status": "open"} for f in forms}),
+            reply_to_seq=reply_to_seq,
+        )
+        if attempts:
+            db.execute(_INSERT_AUDIT, [_audit_values(conversation_id, row.id, a) for a in attempts])
+        for risk in risks:
+            risk.reply_id = row.id
+            s.add(risk)
+        for judged in checks:
+            s.add(CheckAttempt(**judged, reply_id=row.id))
+        payload = state.to_dict()
+        covered, milestones = json.dumps(list(payload["covered"])), json.dumps(list(payload["milestones"]))
+        now = utcnow()
+        if not db.execute(_SET_PROGRESS, {"b_learner": conv.learner_id, "b_module": module_id, "b_covered": covered,
+                                          "b_milestones": milestones, "b_now": now}).rowcount:
+            db.execute(_INSERT_PROGRESS, {"learner_id": conv.learner_id, "module_id": module_id,
+                                          "covered_json": covered, "milestones_json": milestones, "updated_at": now})
+        db.execute(_TOUCH_CONVERSATION, {"b_conversation": conversation_id, "b_now": utcnow()})
+        s.commit()
+        return MessageView.from_row(row)  # type: ignore[arg-type]
+
+
+_AUDIT_COLUMNS = {
+    "attempt", "provider", "model", "strategy", "latency_ms", "tokens_in", "tokens_out",
+    "outcome", "flags", "error_class",
+}
+
+
+def _audit_values(conversation_id: int, message_id: int | None, attempt: Any) -> dict[str, Any]:
+    data = attempt.to_json_dict() if hasattr(attempt, "to_json_dict") else {}
+    # Error text may quote what an endpoint sent back (a 401 echoing the key): scrubbed here,
+    # the one way into the audit table, whatever the caller already did.
+    detail = scrub_data({k: v for k, v in data.items() if k not in _AUDIT_COLUMNS})
+    return defaults_of(AuditEvent) | dict(
+        conversation_id=conversation_id,
+        message_id=message_id,
+        attempt=attempt.attempt,
+        provider=attempt.provider,
+        model=attempt.model,
+        strategy=attempt.strategy,
+        latency_ms=attempt.latency_ms,
+        tokens_in=attempt.tokens_in,
+        tokens_out=attempt.tokens_out,
+        outcome=attempt.outcome,
+        flags_json=json.dumps(list(attempt.flags)),
+        error_class=scrub(attempt.error_class) if attempt.error_class else attempt.error_class,
+        detail_json=json.dumps(detail, ensure_ascii=False),
+    )
+
+
+def owed(store: Store, conversation_id: int) -> tuple[Any, str]:
+    """What the conversation is owed (conversations.pending) and its module, in one trip."""
+    pending = conversations.pending(store, conversation_id)
+    if pending is None:
+        return None, ""
+    return pending, conversations.get_conversation(store, conversation_id).module_id
+
+
+def turn_reads(store: Store, conversation_id: int, module_id: str, upto: int | None):
+    """A turn's reads in one database trip: what the model reads, and the checks so far."""
+    return turn_inputs(store, conversation_id, module_id, upto), teaching.read_history(store, conversation_id, upto)
+
+
+def risk_rows(pending: PendingTurn, module: Module, screened: TurnScreen) -> list[RiskEvent]:
+    """The screen's flags for the review list (low-confidence model flags included), and a
+    row saying the screen failed closed."""
+    rows = [
+        RiskEvent(conversation_id=pending.conversation_id, message_id=pending.learner.id, module_id=module.id,
+                  label=f.flag.label, confidence=f.flag.confidence, source=f.flag.source,
+                  evidence_json=json.dumps(f.evidence_dicts()))
+        for f in screened.flags
+    ]
+    if screened.failed:
+        rows.append(RiskEvent(conversation_id=pending.conversation_id, message_id=pending.learner.id,
+                              module_id=module.id, label=FAILED_LABEL, source="model"))
+    return rows

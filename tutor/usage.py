@@ -1,0 +1,211 @@
+"""Usage limits per learner: turns per minute, model tokens per day, new conversations
+per day — and the settings of the process-wide cap on model calls (tutor.llm.gate).
+
+One place for each rule, counted with the `limits` library: in this process's memory, or
+in Redis when `TUTOR_REDIS_URL` is set, so every worker counts against the same numbers.
+Limits are per learner (their key, hashed), never per conversation: starting over does
+not give a learner a fresh token budget.
+
+- turns: a moving window of one minute, checked (and counted) when a learner message or
+  form is accepted, before it is stored and before any model call;
+- tokens: a daily window counting each model call's tokens_in + tokens_out (as in the
+  audit rows; the built-in tutor makes no model calls and spends none); once spent, new
+  turns are refused until the window resets;
+- conversations: a moving window of a day; "start over" beyond it is refused (a module's
+  first conversation is always allowed, and counted).
+
+A refusal raises `LimitReached` with a calm message for the learner that says when they
+can go on. A store that cannot be reached (Redis down) lets the learner through and logs
+one warning: the limits protect the model bill, not the lesson.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from limits import RateLimitItemPerDay, RateLimitItemPerMinute
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+from tutor.llm.config import ConfigError, EnvReader
+
+__all__ = ["LimitReached", "UsageLimits", "UsageSettings", "in_words"]
+
+log = logging.getLogger(__name__)
+
+WARN_EVERY_S = 30.0  # one warning per this many seconds while the counting store is down
+
+
+@dataclass(frozen=True)
+class UsageSettings:
+    turns_per_minute: int = 12  # 0: no limit
+    daily_tokens: int = 200_000  # 0: no limit
+    conversations_per_day: int = 20  # 0: no limit
+    # Per process: high enough that a class never queues on a hosted API; lower it to what
+    # a self-hosted model server runs in parallel (llama.cpp's --parallel).
+    model_calls_in_flight: int = 100  # 0: no cap
+    redis_url: str | None = None  # None: counted in this process's memory
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> UsageSettings:
+        env = os.environ if env is None else env
+        get = EnvReader(env)
+        redis_url = get.text("TUTOR_REDIS_URL")
+        if redis_url is not None and not redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(
+                f"TUTOR_REDIS_URL={redis_url!r} is not a Redis URL: set e.g. TUTOR_REDIS_URL=redis://127.0.0.1:6379"
+            )
+        return cls(
+            turns_per_minute=_whole(get, "TUTOR_TURNS_PER_MINUTE", cls.turns_per_minute),
+            daily_tokens=_whole(get, "TUTOR_DAILY_TOKENS", cls.daily_tokens),
+            conversations_per_day=_whole(get, "TUTOR_CONVERSATIONS_PER_DAY", cls.conversations_per_day),
+            model_calls_in_flight=_whole(get, "TUTOR_MODEL_CALLS_IN_FLIGHT", cls.model_calls_in_flight),
+            redis_url=redis_url,
+        )
+
+
+def _whole(get: EnvReader, name: str, default: int) -> int:
+    raw = get.text(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number: set e.g. {name}={default} (0: no limit)") from None
+    if value < 0:
+        raise ConfigError(f"{name}={raw} is out of range: set e.g. {name}={default} (0: no limit)")
+    return value
+
+
+class LimitReached(Exception):
+    """A learner's turn or new conversation refused by a limit; `message` is for them."""
+
+    def __init__(self, rule: str, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.rule = rule  # turns | tokens | conversations
+        self.message = message
+        self.retry_after_s = retry_after_s
+
+
+def in_words(seconds: float) -> str:
+    """A wait as a learner reads it: "20 s", "4 min", "3 h 12 min"."""
+    s = max(1, math.ceil(seconds))
+    if s < 60:
+        return f"{s} s"
+    minutes = math.ceil(s / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h" if minutes == 0 else f"{hours} h {minutes} min"
+
+
+TURNS_TEXT = "You're sending messages faster than the tutor can keep up — you can send again in {wait}."
+TOKENS_TEXT = "You've reached today's limit for the tutor. You can carry on in {wait} — everything so far is saved."
+CONVERSATIONS_TEXT = (
+    "You've started {count} new conversations today, the most for one day. You can start over again in {wait}; "
+    "until then you can carry on with the conversation you have."
+)
+
+
+class UsageLimits:
+    """The three per-learner rules over one counting store (memory or Redis).
+
+    Calls to Redis run in a worker thread, so the event loop never waits on the network;
+    the in-memory store is called directly (its operations take microseconds)."""
+
+    def __init__(self, settings: UsageSettings | None = None, *, clock=time.time) -> None:
+        self.settings = settings or UsageSettings()
+        self.clock = clock
+        uri = self.settings.redis_url or "memory://"
+        self._storage = storage_from_string(uri)
+        self._remote = self.settings.redis_url is not None
+        self._moving = MovingWindowRateLimiter(self._storage)
+        self._fixed = FixedWindowRateLimiter(self._storage)
+        s = self.settings
+        self._turns = RateLimitItemPerMinute(s.turns_per_minute, namespace="tutor-turns") if s.turns_per_minute else None
+        self._tokens = RateLimitItemPerDay(s.daily_tokens, namespace="tutor-tokens") if s.daily_tokens else None
+        self._conversations = (RateLimitItemPerDay(s.conversations_per_day, namespace="tutor-conversations")
+                               if s.conversations_per_day else None)
+        self._warned_at = -math.inf
+
+    # --------------------------------------------------------------------- rules
+
+    async def admit_turn(self, learner_key: str) -> None:
+        """Count one learner turn, or raise LimitReached (nothing counted) when the learner
+        has spent today's tokens or sent too many turns in the last minute."""
+        who = _who(learner_key)
+        if self._tokens is not None and not await self._run(self._fixed.test, self._tokens, who):
+            reset = await self._run(self._fixed.get_window_stats, self._tokens, who)
+            wait = self._wait(reset)
+            raise LimitReached("tokens", TOKENS_TEXT.format(wait=in_words(wait)), wait)
+        if self._turns is not None and not await self._run(self._moving.hit, self._turns, who):
+            reset = await self._run(self._moving.get_window_stats, self._turns, who)
+            wait = self._wait(reset)
+            raise LimitReached("turns", TURNS_TEXT.format(wait=in_words(wait)), wait)
+
+    async def spend_tokens(self, learner_key: str, tokens: int) -> None:
+        """Count model tokens against the learner's day (past the limit too: the next turn
+        is refused)."""
+        if self._tokens is None or tokens <= 0:
+            return
+        await self._run(self._fixed.hit, self._tokens, _who(learner_key), cost=int(tokens), default=True)
+
+    async def admit_conversation(self, learner_key: str, *, refusable: bool = True) -> None:
+        """Count a new conversation; when `refusable` (start over), raise LimitReached
+        instead once the day's allowance is used."""
+        if self._conversations is None:
+            return
+        who = _who(learner_key)
+        if await self._run(self._moving.hit, self._conversations, who) or not refusable:
+            return
+        reset = await self._run(self._moving.get_window_stats, self._conversations, who)
+        wait = self._wait(reset)
+        text = CONVERSATIONS_TEXT.format(count=self.settings.conversations_per_day, wait=in_words(wait))
+        raise LimitReached("conversations", text, wait)
+
+    async def tokens_left(self, learner_key: str) -> int | None:
+        """Tokens the learner may still spend today (None: no limit)."""
+        if self._tokens is None:
+            return None
+        stats = await self._run(self._fixed.get_window_stats, self._tokens, _who(learner_key))
+        return stats.remaining if stats is not None else None
+
+    def reset(self) -> None:
+        """Forget every count (tests)."""
+        self._storage.reset()
+
+    # ----------------------------------------------------------------- internals
+
+    def _wait(self, stats: Any) -> float:
+        if stats is None:
+            return 60.0
+        return max(1.0, stats.reset_time - self.clock())
+
+    async def _run(self, fn, *args: Any, default: Any = None, **kwargs: Any) -> Any:
+        """One call to the counting store; if it cannot be reached, let the learner through."""
+        try:
+            if self._remote:
+                return await asyncio.to_thread(fn, *args, **kwargs)
+            return fn(*args, **kwargs)
+        except Exception as exc:  # Redis down or refusing: the lesson goes on, uncounted
+            now = time.monotonic()
+            if now - self._warned_at >= WARN_EVERY_S:
+                self._warned_at = now
+                log.warning("usage limits not counted (%s): check that Redis is running at TUTOR_REDIS_URL",
+                            type(exc).__name__)
+            if fn.__name__ in ("hit", "test"):
+                return True
+            return default
+
+
+def _who(learner_key: str) -> str:
+    # The learner key identifies a learner like a password; the counting store needn't know it.
+    return hashlib.sha256(learner_key.encode("utf-8")).hexdigest()[:32]
