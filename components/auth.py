@@ -6,11 +6,15 @@ with the session cookie (HttpOnly) and a redirect, so no page script ever holds 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import reflex as rx
 from reflex_components_core.el.elements.base import BaseHTML
 from reflex_base.components.component import field
 
+from components.connection import LOST, connection_words
 from tutor.auth_state import AuthPageState, TutorState
+from tutor.state import start_page_words as _w  # these pages have no module: TUTOR_LANGUAGE, as the start page
 
 
 # A tab's event socket speaks for whoever was signed in when the page opened (the cookie is
@@ -61,11 +65,11 @@ def _field(label: str, name: str, kind: str, autocomplete: str, *, hint: str = "
     described = rx.cond(AuthPageState.error != "", "auth-error", "") if not hint else \
         rx.cond(AuthPageState.error != "", f"auth-error {name}-hint", f"{name}-hint")
     return rx.el.div(
-        rx.el.label(label, html_for=name),
+        rx.el.label(_w(label), html_for=name),
         rx.el.input(id=name, name=name, type=kind, auto_complete=autocomplete, required=True,
                     aria_describedby=described,
                     aria_invalid=rx.cond(AuthPageState.error != "", "true", "false")),
-        rx.el.p(hint, id=f"{name}-hint", class_name="auth-hint") if hint else rx.fragment(),
+        rx.el.p(_w(hint), id=f"{name}-hint", class_name="auth-hint") if hint else rx.fragment(),
         class_name="auth-field",
     )
 
@@ -80,13 +84,14 @@ def _error() -> rx.Component:
 def _page(title: str, form: rx.Component, other: rx.Component) -> rx.Component:
     # The form shows once the page is live: a box typed into before that would be emptied
     # when the page takes over the server-rendered markup.
-    ready = rx.cond(rx.State.is_hydrated, form, rx.el.p("Loading…", class_name="auth-hint", role="status"))
+    ready = rx.cond(rx.State.is_hydrated, form, rx.el.p(_w("Loading…"), class_name="auth-hint", role="status"))
     return rx.el.main(
-        rx.el.header(rx.el.h1("Tutor"), rx.el.p(title), class_name="home-header"),
-        rx.el.section(_error(), ready, other, class_name="auth-card", aria_label=title),
+        rx.el.header(rx.el.h1("Tutor"), rx.el.p(_w(title)), class_name="home-header"),
+        rx.el.section(_error(), ready, other, class_name="auth-card", aria_label=_w(title)),
         auth_sync(),
         rx.script(_REFILL_JS),
         class_name="page home auth",
+        custom_attrs=connection_words(_w(LOST)),
     )
 
 
@@ -95,12 +100,12 @@ def signin_page() -> rx.Component:
         _field("Username", "username", "text", "username"),
         _field("Password", "password", "password", "current-password"),
         rx.el.input(type="hidden", name="next", value=AuthPageState.next_path),
-        rx.el.button("Sign in", type="submit", id="signin-submit", class_name="primary"),
+        rx.el.button(_w("Sign in"), type="submit", id="signin-submit", class_name="primary"),
         action="/auth/signin", method="post", id="signin-form",
     )
     other = rx.el.p(
-        "New here? ",
-        rx.el.a("Create an account", href=rx.cond(AuthPageState.next_path != "/",
+        _w("New here?"), " ",
+        rx.el.a(_w("Create an account"), href=rx.cond(AuthPageState.next_path != "/",
                                                   "/signup?next=" + AuthPageState.next_path, "/signup"),
                 id="create-account", class_name="auth-switch"),
         class_name="auth-other",
@@ -117,36 +122,38 @@ def signup_page() -> rx.Component:
         rx.el.input(type="hidden", name="next", value=AuthPageState.next_path),
         # This browser's earlier learner (if any): their conversations come along.
         rx.el.input(type="hidden", name="local_key", value=TutorState.learner_key),
-        rx.el.button("Create account", type="submit", id="signup-submit", class_name="primary"),
+        rx.el.button(_w("Create account"), type="submit", id="signup-submit", class_name="primary"),
         action="/auth/signup", method="post", id="signup-form",
     )
-    other = rx.el.p("Already have an account? ", rx.el.a("Sign in", href="/signin", class_name="auth-switch"),
+    other = rx.el.p(_w("Already have an account?"), " ",
+                    rx.el.a(_w("Sign in"), href="/signin", class_name="auth-switch"),
                     class_name="auth-other")
     return _page("Create an account", form, other)
 
 
-def account_bar() -> rx.Component:
+def account_bar(word: Callable[[str], str | rx.Var[str]] = _w) -> rx.Component:
     """Who is signed in, and the way out: "Signed in as NAME · Sign out" (accounts),
-    the name alone (proxy), or "Not you? Start fresh" (anonymous, after a confirmation)."""
+    the name alone (proxy), or "Not you? Start fresh" (anonymous, after a confirmation).
+    `word` gives the page's words (the start page's language; `ui` on the chat page)."""
     signout = PlainForm.create(
-        rx.el.button("Sign out", type="submit", id="signout", class_name="link-button"),
+        rx.el.button(word("Sign out"), type="submit", id="signout", class_name="link-button"),
         action="/auth/signout", method="post", class_name="inline-form",
     )
     signed_in = rx.el.p(
-        "Signed in as ", rx.el.strong(TutorState.signed_in_as, id="signed-in-as"),
+        word("Signed in as"), " ", rx.el.strong(TutorState.signed_in_as, id="signed-in-as"),
         rx.cond(TutorState.auth_mode == "accounts", rx.fragment(" · ", signout)),
         class_name="account-bar",
     )
     forget = rx.cond(
         TutorState.confirm_forget,
         rx.el.div(
-            rx.el.p("Start fresh? This browser forgets your conversations here; the next person starts clean."),
-            rx.el.button("Yes, start fresh", on_click=TutorState.forget_me, id="forget-confirm", class_name="danger"),
-            rx.el.button("Cancel", on_click=TutorState.cancel_forget, id="forget-cancel", class_name="confirm-cancel",
+            rx.el.p(word("Start fresh? This browser forgets your conversations here; the next person starts clean.")),
+            rx.el.button(word("Yes, start fresh"), on_click=TutorState.forget_me, id="forget-confirm", class_name="danger"),
+            rx.el.button(word("Cancel"), on_click=TutorState.cancel_forget, id="forget-cancel", class_name="confirm-cancel",
                          custom_attrs={"data-return-focus": "forget-me"}),
-            class_name="account-bar confirm", role="group", aria_label="Start fresh",
+            class_name="account-bar confirm", role="group", aria_label=word("Start fresh"),
         ),
-        rx.el.p(rx.el.button("Not you? Start fresh", on_click=TutorState.ask_forget, id="forget-me",
+        rx.el.p(rx.el.button(word("Not you? Start fresh"), on_click=TutorState.ask_forget, id="forget-me",
                              class_name="link-button"), class_name="account-bar"),
     )
     return rx.fragment(

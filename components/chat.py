@@ -10,6 +10,7 @@ import reflex as rx
 from components.auth import account_bar
 from components.behaviour import chat_behaviour
 from components.completion import completion_view
+from components.connection import LOST, connection_words
 from components.menu import chat_menu
 from components.message import message
 from components.progress import milestone_banner, progress_panel
@@ -162,7 +163,7 @@ def chat_page() -> rx.Component:
             rx.el.h1(ChatState.module_title, class_name="module-title"),
             progress_panel(),
             milestone_banner(),
-            account_bar(),
+            account_bar(ui),
             class_name="chat-header",
         ),
         rx.el.main(
@@ -183,6 +184,7 @@ def chat_page() -> rx.Component:
                 rx.el.p(ChatState.operator_notice, class_name="operator-notice", role="alert"),
             ),
             class_name="chat-main",
+            custom_attrs=connection_words(ui(LOST)),
         ),
         rx.el.footer(_composer(), class_name="chat-footer"),
         rx.el.button(

@@ -7,6 +7,7 @@ import reflex as rx
 
 from components.auth import account_bar
 from components.behaviour import chat_behaviour
+from components.connection import LOST, connection_words
 from components.progress import progress_bar
 from components.theme import theme_choice
 from tutor.display import ModuleCard
@@ -119,4 +120,5 @@ def home_page() -> rx.Component:
         ),
         chat_behaviour(),  # Escape closes a confirmation here too
         class_name="page home",
+        custom_attrs=connection_words(_w(LOST)),
     )

@@ -38,7 +38,7 @@ def chat_menu() -> rx.Component:
             id="menu-toggle",
         ),
         rx.el.div(
-            theme_choice("chat-theme"),
+            theme_choice("chat-theme", ui),
             rx.cond(
                 ChatState.confirm_restart,
                 _confirm(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import reflex as rx
 
 from tutor.settings import MAX_MESSAGE_CHARS
-from tutor.state import ChatState
+from tutor.state import ChatState, ui
 
 COUNT_FROM = 0.9  # the counter shows from this share of the limit on
 
@@ -33,8 +33,9 @@ if (!window.__tutorSending) {
     if (!b || !c) { return; }
     const limit = Number(c.dataset.limit), n = b.value.trim().length;
     const show = n >= Math.floor(limit * COUNT_FROM);
-    const text = !show ? '' : (n > limit ? `${n.toLocaleString()} / ${limit.toLocaleString()}: too long to send`
-                                          : `${n.toLocaleString()} / ${limit.toLocaleString()}`);
+    const count = n.toLocaleString(), most = limit.toLocaleString();
+    const over = (c.dataset.over || '{count} / {limit}').replace('{count}', count).replace('{limit}', most);
+    const text = !show ? '' : (n > limit ? over : `${count} / ${most}`);
     if (c.textContent !== text) { c.textContent = text; }
     c.hidden = !show;
     c.classList.toggle('over', n > limit);
@@ -42,9 +43,11 @@ if (!window.__tutorSending) {
   document.addEventListener('input', (e) => { if (e.target && e.target.id === 'message') { counter(); } }, true);
 
   const bubble = (text) => {
+    const out = document.getElementById('outbox');
+    const words = out ? out.dataset : {};  // the page's words, in the module's language
     const el = document.createElement('article');
     el.className = 'msg msg-learner msg-sending';
-    el.setAttribute('aria-label', 'Your message, sending');
+    el.setAttribute('aria-label', words.label || '');
     const body = document.createElement('div');
     body.className = 'md';
     const p = document.createElement('p');
@@ -53,9 +56,8 @@ if (!window.__tutorSending) {
     body.append(p);
     const note = document.createElement('span');
     note.className = 'sending-note';
-    note.textContent = 'Sending…';
+    note.textContent = words.sending || '';
     el.append(body, note);
-    const out = document.getElementById('outbox');
     if (out) { out.append(el); }
     return el;
   };
@@ -187,12 +189,14 @@ def sending_fields() -> list[rx.Component]:
 def char_counter() -> rx.Component:
     """Shown from near the length limit on (the script counts; the server has the last word)."""
     return rx.el.span(id="char-count", class_name="char-count", data_limit=str(MAX_MESSAGE_CHARS),
+                      data_over=ui("{count} / {limit}: too long to send"),  # filled in by the script
                       aria_live="polite", hidden=True)
 
 
 def outbox() -> rx.Component:
     """Where messages being sent show until the server has stored them (filled by the script)."""
-    return rx.el.div(id="outbox", class_name="outbox")
+    return rx.el.div(id="outbox", class_name="outbox", data_sending=ui("Sending…"),
+                     data_label=ui("Your message, sending"))
 
 
 def sending_behaviour() -> rx.Component:

@@ -4,7 +4,11 @@ before the first paint, so a dark page never flashes white; the select then only
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import reflex as rx
+
+from tutor.state import start_page_words
 
 STORAGE_KEY = "tutor-theme"
 
@@ -53,15 +57,16 @@ def theme_head_script() -> rx.Component:
     return rx.el.script(HEAD_JS)
 
 
-def theme_choice(id_: str) -> rx.Component:
-    """The learner's choice of light, dark or the system's setting."""
+def theme_choice(id_: str, word: Callable[[str], str | rx.Var[str]] = start_page_words) -> rx.Component:
+    """The learner's choice of light, dark or the system's setting; `word` gives the page's
+    words (the start page's language by default, `ui` on the chat page)."""
     return rx.el.label(
         rx.icon("sun-moon", size=16, aria_hidden="true"),
-        rx.el.span("Theme"),
+        rx.el.span(word("Theme")),
         rx.el.select(
-            rx.el.option("System", value="system"),
-            rx.el.option("Light", value="light"),
-            rx.el.option("Dark", value="dark"),
+            rx.el.option(word("System"), value="system"),
+            rx.el.option(word("Light"), value="light"),
+            rx.el.option(word("Dark"), value="dark"),
             id=id_,
             class_name="theme-select",
             default_value="system",

@@ -324,6 +324,11 @@ def test_a_form_error_names_the_field_in_vietnamese(engine):
     assert refused.value.field_id == "so_gio_ngu"
     assert localize(refused.value.message, "vi") == (
         "“Trung bình mỗi đêm bạn ngủ được bao nhiêu tiếng?” không được lớn hơn 14.")
+    # Answers sent from a Vietnamese page read as the learner's own words, in Vietnamese.
+    pending = run(engine.accept(view.id, LearnerInput(form_id="thoi_quen_ngu", answers={"so_gio_ngu": "6"}),
+                                language="vi"))
+    assert pending.learner.text.splitlines() == [
+        "Câu trả lời của mình cho “Thói quen ngủ của bạn”:", "- Trung bình mỗi đêm bạn ngủ được bao nhiêu tiếng? 6"]
     # The page shows the form's range in the same language.
     hours = message_item(offered, "vi").forms[0].fields[1]
     assert hours.range_hint == "Một số từ 0 đến 14."
@@ -366,3 +371,33 @@ def test_a_check_is_asked_and_judged_in_vietnamese(engine):
     assert score["content"].startswith("**Bạn được 10/10 ở *Vì sao chúng ta cần ngủ*: đã nắm vững.** Làm tốt lắm! "
                                        "Bạn đã nêu được cơ thể hồi phục, sửa chữa trong lúc ngủ; và bộ não")
     assert "vi_sao_can_ngu" in judged.progress.mastered
+
+
+def test_usage_limits_and_the_queue_line_read_in_vietnamese():
+    """Refusals by a usage limit and the queue line are made in the core, in English, and
+    shown in the module's language: the wait ("3 h 12 min") and the place in line too."""
+    from tutor.llm.gate import queue_line
+    from tutor.usage import LimitReached, UsageLimits, UsageSettings, in_words
+
+    limits = UsageLimits(UsageSettings(turns_per_minute=1, daily_tokens=0, conversations_per_day=0))
+    run(limits.admit_turn("ada"))
+    with pytest.raises(LimitReached) as refused:
+        run(limits.admit_turn("ada"))
+    assert refused.value.message.startswith("You're sending messages faster than the tutor can keep up")
+    said = localize(refused.value.message, "vi")
+    assert said.startswith("Bạn đang gửi tin nhắn nhanh hơn mức gia sư kịp trả lời — bạn có thể gửi tiếp sau ")
+    assert said.endswith((" giây.", " phút.")) and "min" not in said
+    assert localize(in_words(3 * 3600 + 12 * 60), "vi") == "3 giờ 12 phút"
+    assert localize(in_words(3 * 3600 + 12 * 60), "en") == "3 h 12 min"
+    assert localize(queue_line(1), "vi") == "Nhiều người học đang hỏi cùng lúc — bạn là người tiếp theo…"
+    for n in (2, 3, 11, 21):
+        assert localize(queue_line(n), "vi") == f"Nhiều người học đang hỏi cùng lúc — bạn đứng thứ {n} trong hàng chờ…"
+    assert localize(queue_line(22), "en") == "Many learners are asking at once — you're 22nd in line…"
+
+
+def test_the_sign_in_pages_errors_read_in_vietnamese():
+    from tutor.accounts import message_for
+
+    assert message_for("throttled", 3) == "Too many attempts — try again in 3 minutes."
+    assert localize(message_for("throttled", 3), "vi") == "Bạn đã thử quá nhiều lần — hãy thử lại sau 3 phút."
+    assert localize(message_for("password_short"), "vi") == "Mật khẩu cần có ít nhất 8 ký tự."

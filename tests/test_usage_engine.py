@@ -62,6 +62,21 @@ def test_a_learner_sending_too_fast_is_refused_before_anything_is_stored_or_aske
         assert len(server.requests) == 3
 
 
+def test_a_resent_message_is_not_a_new_turn(store):
+    """A double click or a resend after a reconnect (the same browser-made id) returns the
+    stored message; it is not counted against the learner's turns per minute."""
+    engine = limited_engine(store, None, turns_per_minute=2)
+    conv = run(engine.open("ada", MODULE, defer_opening=True))
+    first = run(engine.accept(conv.id, LearnerInput(text="one"), client_id="send-1"))
+    for _ in range(3):  # resent: the same message, never refused
+        again = run(engine.accept(conv.id, LearnerInput(text="one"), client_id="send-1"))
+        assert again.duplicate and again.learner.id == first.learner.id
+    run(engine.accept(conv.id, LearnerInput(text="two"), client_id="send-2"))  # the second of two
+    with pytest.raises(InputError):
+        run(engine.accept(conv.id, LearnerInput(text="three"), client_id="send-3"))
+    assert learner_texts(store, conv.id) == ["one", "two"]
+
+
 def test_form_answers_count_as_turns_and_a_refused_form_stays_open(store):
     engine = limited_engine(store, None)  # the built-in tutor: forms without a model
     engine.usage = None  # walk to a form without limits

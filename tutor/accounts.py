@@ -25,6 +25,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlmodel import select
 
 from tutor import sessions
+from tutor.i18n import N_, Phrase
 from tutor.store import Account, Learner, Store, utcnow
 
 MODES = ("accounts", "header", "anonymous")
@@ -32,25 +33,27 @@ USERNAME_RE = re.compile(r"[a-z0-9._-]{3,32}")
 HEADER_USERNAME_RE = re.compile(r"[a-z0-9._@+-]{1,64}")  # proxies name people by e-mail too
 PASSWORD_MIN, PASSWORD_MAX = 8, 256
 
-# What the sign-in and sign-up pages say for each error code (?error=CODE).
+# What the sign-in and sign-up pages say for each error code (?error=CODE); the pages show
+# them in TUTOR_LANGUAGE (tutor/locales).
 MESSAGES = {
-    "credentials": "That username and password don't match. Check them and try again.",
-    "missing": "Enter your username and password.",
-    "username_invalid": "Usernames are 3–32 characters: letters, digits, dots, dashes or underscores.",
-    "username_taken": "That username is taken. Please choose another one.",
-    "password_short": f"Passwords need at least {PASSWORD_MIN} characters.",
-    "password_long": f"Passwords can have at most {PASSWORD_MAX} characters.",
-    "disabled": "This account is switched off. Please ask whoever runs this Tutor.",
-    "throttled": "Too many attempts — try again in {minutes} minutes.",
-    "unavailable": "Tutor is unavailable right now. Please try again in a few minutes.",
-    "proxy": "This Tutor signs people in through your organisation's sign-in service, and this "
-             "visit did not come through it. Please open Tutor from its usual address.",
+    "credentials": N_("That username and password don't match. Check them and try again."),
+    "missing": N_("Enter your username and password."),
+    "username_invalid": N_("Usernames are 3–32 characters: letters, digits, dots, dashes or underscores."),
+    "username_taken": N_("That username is taken. Please choose another one."),
+    "password_short": N_("Passwords need at least {least} characters."),
+    "password_long": N_("Passwords can have at most {most} characters."),
+    "disabled": N_("This account is switched off. Please ask whoever runs this Tutor."),
+    "throttled": N_("Too many attempts — try again in {minutes} minutes."),
+    "unavailable": N_("Tutor is unavailable right now. Please try again in a few minutes."),
+    "proxy": N_("This Tutor signs people in through your organisation's sign-in service, and this "
+                "visit did not come through it. Please open Tutor from its usual address."),
 }
 
 
 def message_for(code: str, minutes: int = 15) -> str:
+    """The words for an error code, in English (a Phrase: `localize` words it in a language)."""
     text = MESSAGES.get(code, "")
-    return text.format(minutes=max(1, minutes)) if text else ""
+    return Phrase(text, minutes=max(1, minutes), least=PASSWORD_MIN, most=PASSWORD_MAX) if text else ""
 
 
 class AccountError(Exception):

@@ -16,7 +16,9 @@ import reflex as rx
 
 from tutor import dbfaults
 from tutor.accounts import AuthSettings, Identity, identity_for_request, message_for, safe_next
+from tutor.i18n import localize
 from tutor.runtime import get_engine
+from tutor.settings import LANGUAGE
 
 log = logging.getLogger(__name__)
 
@@ -122,17 +124,17 @@ class AuthPageState(TutorState):
             minutes = int(params.get("minutes", "15"))
         except ValueError:
             minutes = 15
-        self.error = message_for(code, minutes)
+        self.error = localize(message_for(code, minutes), LANGUAGE)  # no module here: the start page's language
         try:
             who = await self.identity()
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, "sign-in page")
-            self.error = dbfaults.UNAVAILABLE
+            self.error = localize(dbfaults.UNAVAILABLE, LANGUAGE)
             return None
         if who is not None and self.auth_mode != "anonymous":
             return rx.redirect(self.next_path)
         if self.auth_mode == "header":
-            self.error = message_for("proxy")
+            self.error = localize(message_for("proxy"), LANGUAGE)
         elif self.auth_mode == "anonymous":
             return rx.redirect("/")
         return None

@@ -207,7 +207,8 @@ def conversation_state(store: Store, conversation_id: int) -> tuple[Conversation
 
 
 def accept(
-    store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None = None
+    store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None = None,
+    language: str | None = None,
 ) -> PendingTurn:
     """Check the learner's input and store it. Refused input raises InputError and stores
     nothing. `client_id` (made by the browser for one send) makes this idempotent: a message
@@ -218,7 +219,7 @@ def accept(
         if client_id is not None and (stored := _by_client_id(store, conversation_id, client_id)) is not None:
             return stored
         try:
-            return _accept_once(store, conversation_id, learner_input, client_id)
+            return _accept_once(store, conversation_id, learner_input, client_id, language)
         except IntegrityError:
             # Another accept got in first: the same send (the unique index on the client id
             # decided; the lookup above now finds it), or another message that took this seq.
@@ -241,6 +242,12 @@ def _clean_client_id(client_id: str | None) -> str | None:
     return client_id
 
 
+def sent_before(store: Store, conversation_id: int, client_id: str | None) -> PendingTurn | None:
+    """The message stored for this send already (duplicate=True), if any."""
+    client_id = _clean_client_id(client_id)
+    return None if client_id is None else _by_client_id(store, conversation_id, client_id)
+
+
 def _by_client_id(store: Store, conversation_id: int, client_id: str) -> PendingTurn | None:
     with store.session(read_only=True) as s:
         row = s.connection().execute(
@@ -251,7 +258,8 @@ def _by_client_id(store: Store, conversation_id: int, client_id: str) -> Pending
 
 
 def _accept_once(
-    store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None
+    store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None,
+    language: str | None = None,
 ) -> PendingTurn:
     with store.session() as s:
         db = s.connection()
@@ -268,7 +276,7 @@ def _accept_once(
                 answers = validate_answers(form, learner_input.answers or {})
             except FormInputError as exc:
                 raise InputError(exc.message, exc.field_id) from None
-            text = summarize_answers(form, answers)
+            text = summarize_answers(form, answers, language)
         else:
             text = (learner_input.text or "").strip()
             if not text:

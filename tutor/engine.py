@@ -123,14 +123,20 @@ class Engine:
         return await self.respond(pending)
 
     async def accept(
-        self, conversation_id: int, learner_input: LearnerInput, client_id: str | None = None
+        self, conversation_id: int, learner_input: LearnerInput, client_id: str | None = None,
+        language: str | None = None,
     ) -> PendingTurn:
         """Check the learner's input and store it. Refused input raises InputError and
         stores nothing. With the browser's `client_id` a resend of the same message returns
         the stored one (`duplicate=True`): no second message, no second reply."""
         if self.usage:  # turns per minute, today's tokens: before anything is stored
-            await self._limited(self.usage.admit_turn(await self._learner_of(conversation_id)))
-        return await self.store.run(db.accept, self.store, conversation_id, learner_input, client_id)
+            learner = await self._learner_of(conversation_id)
+            if client_id and (stored := await self.store.run(db.sent_before, self.store, conversation_id,
+                                                             client_id)) is not None:
+                return stored  # a resend of a stored message is not a new turn
+            await self._limited(self.usage.admit_turn(learner))
+        # `language`: the page's (the module's), for the form answers' first line.
+        return await self.store.run(db.accept, self.store, conversation_id, learner_input, client_id, language)
 
     async def skip_form(self, conversation_id: int, form_id: str) -> bool:
         return await self.store.run(db.skip_form, self.store, conversation_id, form_id)

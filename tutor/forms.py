@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from tutor.contract import Form, FormField
-from tutor.i18n import Phrase
+from tutor.i18n import Phrase, translator
 
 MAX_ANSWER_CHARS = 2000
 
@@ -100,9 +100,11 @@ def _clean_number(field: FormField, value: Any) -> float | int:
     return int(number) if number.is_integer() else number
 
 
-def summarize_answers(form: Form, answers: dict[str, Any]) -> str:
-    """A readable account of the answers, by label, as the learner's turn text."""
-    lines = [f"My answers to “{form.title or form.id}”:"]
+def summarize_answers(form: Form, answers: dict[str, Any], language: str | None = None) -> str:
+    """A readable account of the answers, by label, as the learner's turn text (its first
+    line in the module's `language`)."""
+    t = translator(language)
+    lines = [t("My answers to “{title}”:", title=form.title or form.id)]
     lines += [f"- {line}" for line in answer_lines(form, answers)]
     return "\n".join(lines)
 

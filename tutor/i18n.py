@@ -7,7 +7,10 @@ are read once per process.
 
 - A msgid is the English text, with `{name}` placeholders filled by `str.format`.
 - `msgctxt "page"` marks the chat page's own words (buttons, labels, hints), so the page
-  can be sent one small dict of them (`Translator.page_strings`).
+  can be sent one small dict of them (`Translator.page_strings`): Reflex 0.10 has no
+  catalogue mechanism of its own, so the chat page reads its words from a state var
+  (`ChatState.ui`, set from the module's language); the start page, which lists modules
+  in any language, is compiled in TUTOR_LANGUAGE.
 - A missing or empty translation falls back to the English catalogue, then to the msgid;
   a translation whose placeholders do not format falls back to English too, so a
   translator's slip never breaks a learner's page. `catalogue_problems` finds such slips
@@ -75,6 +78,7 @@ class Translator:
     def __call__(self, message: str, /, **params: Any) -> str:
         if isinstance(message, Phrase):
             message, params = message.msgid, {**message.params, **params}
+        params = {k: self(v) if isinstance(v, Phrase) else v for k, v in params.items()}  # "in {wait}": "3 h"
         return _format(self._catalogue.gettext(message), params, message)
 
     def plural(self, singular: str, plural: str, n: int, /, **params: Any) -> str:

@@ -204,7 +204,7 @@ class PagePreview:
         """The turn waits for a model slot (position 1: next), or has one (0)."""
         async with self.state:
             if self.state.conversation_id == self.conversation_id:
-                line = queue_line(position) if position else ""
+                line = self.state._t(queue_line(position)) if position else ""  # in the module's language
                 if self.state.stream_status != line:
                     self.state.stream_status = line
 

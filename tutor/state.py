@@ -9,15 +9,16 @@ re-syncs once from the database.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import reflex as rx
-from reflex_base.utils.form import FormData
 
 from tutor import dbfaults, settings
 from tutor.auth_state import TutorState
+from tutor.chat_sending import ChatSending
 from tutor.contract import Form
 from tutor.display import (
     FormState,
@@ -25,7 +26,6 @@ from tutor.display import (
     ProgressItem,
     answer_lines,
     closed_forms,
-    form_values,
     message_item,
     progress_item,
 )
@@ -33,19 +33,15 @@ from tutor.claims import current_holder
 from tutor.engine import InputError
 from tutor.i18n import N_, supported, translator
 from tutor.live import PagePreview, empty_slots, stream_vars
-from tutor.llm.base import LearnerInput
 from tutor.modules import ModuleNotServable, public_problem
 from tutor.progress_display import CompletionItem, completion_item
 from tutor.runtime import get_engine
-from tutor.views import MessageView, ProgressView, TurnResult
+from tutor.views import ConversationView, MessageView, ProgressView, TurnResult
 
 log = logging.getLogger(__name__)
 
-SIGNED_OUT = "Your session has ended. Sign in again to go on — your message is still in the box."
-
 LIVE_BUCKETS = 128  # turns since the page loaded before one re-sync from the database
 HISTORY = -1  # "bucket" index of the history loaded with the page
-RECEIPTS = 8  # send ids the page is told about at a time (components/sending)
 
 
 _bucket_annotations: dict[str, Any] = {}
@@ -55,7 +51,7 @@ for _i in range(LIVE_BUCKETS):
 _STREAM_VARS = stream_vars()
 
 
-class ChatState(TutorState):
+class ChatState(ChatSending, TutorState):
     module_id: str = ""
     module_title: str = ""
     conversation_id: int = 0
@@ -81,14 +77,8 @@ class ChatState(TutorState):
     ui: dict[str, str] = translator("en").page_strings()
 
     latest_tutor_id: int = 0
-    form_error_key: str = ""  # the form the server refused, its field and why
-    form_error_field: str = ""
-    form_error: str = ""
 
     thinking: bool = False
-    input_error: str = ""
-    sent_ids: str = ""  # the latest sends stored (or stored before), by the page's ids
-    refused_ids: str = ""  # the latest sends refused: their text goes back into the box
     operator_notice: str = ""
     announcement: str = ""
 
@@ -104,11 +94,19 @@ class ChatState(TutorState):
     # must not wait on a task that died with the old one.
     _responding_by: str = ""
     _requested: int = 0
+    _opening_key: str = ""  # the learner whose conversation the page is opening
 
     # ------------------------------------------------------------------ loading
 
     @rx.event
     async def load(self):
+        """The page's load holds the tab's lock only for what is quick: who asks, for which
+        module. The conversation is read and its history rendered by open_conversation,
+        off the lock (a long conversation no longer holds up the tab's other events)."""
+        away = await self._start_loading()
+        return away if away is not None or self.loaded else ChatState.open_conversation
+
+    async def _start_loading(self):
         module_id = _query_param(str(self.router.url), "module")
         self._reset_view()
         self.module_id = module_id
@@ -118,21 +116,52 @@ class ChatState(TutorState):
             if away is not None:
                 return away
             module = engine.library.get(module_id)
-            self._set_language(module.language)
-            view = await engine.open(key, module_id, defer_opening=True)
         except ModuleNotServable as exc:
             self.load_error = public_problem(str(exc), engine.library.directory) or \
                 self._t("There is no module called {module!r}.", module=module_id)
             self.loaded = True
             return None
         except dbfaults.DatabaseUnavailable as fault:
-            dbfaults.report(fault, log, f"chat page for {module_id}")
-            self.load_error = self._t(dbfaults.UNAVAILABLE)  # sending loads the page again (see _accept)
-            self.loaded = True
+            self._unavailable(fault, module_id)
             return None
+        self._set_language(module.language)
         self.module_title = module.title
+        self._opening_key = key
+        return None
+
+    @rx.event(background=True)
+    async def open_conversation(self):
+        async with self:
+            key, module_id, language = self._opening_key, self.module_id, self.language
+        try:
+            view, items = await _read_conversation(key, module_id, language)
+        except dbfaults.DatabaseUnavailable as fault:
+            async with self:
+                if (self.module_id, self._opening_key, self.loaded) == (module_id, key, False):
+                    self._unavailable(fault, module_id)
+            return None
+        async with self:
+            if (self.module_id, self._opening_key, self.loaded) != (module_id, key, False):
+                # The tab moved on meanwhile, or a send opened the conversation first
+                # (_open_now): what was read here is older than what the page shows.
+                return None
+            return self._show_conversation(view, items)
+
+    async def _open_now(self):
+        """The page's load within this event, not in the background: for a send that reaches
+        a tab whose state is new (the server restarted while the page waited)."""
+        away = await self._start_loading()
+        if away is None and not self.loaded:
+            try:
+                away = self._show_conversation(*await _read_conversation(self._opening_key, self.module_id,
+                                                                         self.language))
+            except dbfaults.DatabaseUnavailable as fault:
+                self._unavailable(fault, self.module_id)
+        return away
+
+    def _show_conversation(self, view: ConversationView, items: list[MessageItem]):
         self.conversation_id = view.id
-        self._show_history(view.messages)
+        self._show_history(view.messages, items)
         self._set_progress(view.progress, celebrate=False)
         self.loaded = True
         if view.awaiting_reply:
@@ -141,6 +170,11 @@ class ChatState(TutorState):
             self._requested += 1
             return ChatState.respond
         return None
+
+    def _unavailable(self, fault: dbfaults.DatabaseUnavailable, module_id: str) -> None:
+        dbfaults.report(fault, log, f"chat page for {module_id}")
+        self.load_error = self._t(dbfaults.UNAVAILABLE)  # sending loads the page again (see _accept)
+        self.loaded = True
 
     def _t(self, message: str, /, **params: Any) -> str:
         """Words for this page in the module's language (a msgid, or a Phrase from the core)."""
@@ -165,9 +199,10 @@ class ChatState(TutorState):
         self._apply({k: v for k, v in empty_slots().items() if getattr(self, k) != v})
         self.streaming, self.stream_status = False, ""
 
-    def _show_history(self, messages: list[MessageView]) -> None:
-        """Everything stored, with each form's status as stored; live buckets emptied."""
-        self.history = [message_item(m, self.language) for m in messages]
+    def _show_history(self, messages: list[MessageView], items: list[MessageItem] | None = None) -> None:
+        """Everything stored, with each form's status as stored; live buckets emptied.
+        `items`: the messages already rendered (off the event loop, _render)."""
+        self.history = items if items is not None else _render(messages, self.language)
         self.history_forms = {}
         for i in range(LIVE_BUCKETS):
             if getattr(self, f"live_{i}"):
@@ -180,124 +215,6 @@ class ChatState(TutorState):
         self.latest_tutor_id = latest.id if latest else 0
         self._latest_forms = _open_forms(latest) if latest else {}
 
-    # ------------------------------------------------------------------ sending
-
-    @rx.event
-    async def send_text(self, form_data: dict[str, Any]):
-        # The page's script (components/sending) names each send with an id it made; a
-        # suggestion or a resend comes as `queued` text, a typed message as the box's text.
-        text = str(form_data.get("queued") or form_data.get("message") or "")
-        return await self._accept(LearnerInput(text=text), None, str(form_data.get("client_id") or ""))
-
-    @rx.event
-    async def send_suggestion(self, text: str):
-        events = await self._accept(LearnerInput(text=text), None)
-        if events is None and self.input_error == self._t(dbfaults.MESSAGE_NOT_SAVED):
-            return rx.set_value("message", text)  # "it's still in the box": put it there
-        return events
-
-    @rx.event
-    async def submit_form(self, form_data: FormData):
-        entries = [(str(k), v) for k, v in form_data.multi_items()]
-        key = next((str(v) for k, v in reversed(entries) if k == "__form"), "")
-        client_id = next((str(v) for k, v in reversed(entries) if k == "__client_id"), "")
-        entries = [(k, v) for k, v in entries if k not in ("__form", "__client_id")]
-        message_id, _, form_id = key.partition("-")
-        raw_form = self._latest_forms.get(form_id) if message_id == str(self.latest_tutor_id) else None
-        if raw_form is None:
-            if client_id and self.conversation_id:  # a second click on Submit: the same send, stored once
-                return await self._accept(LearnerInput(form_id=form_id, answers={}), key, client_id)
-            self._set_form_error(key, "", self._t(N_("This form is no longer open: type your answer instead.")))
-            return None
-        values = form_values(Form.model_validate(raw_form), entries)
-        return await self._accept(LearnerInput(form_id=form_id, answers=values), key, client_id)
-
-    @rx.event
-    async def skip_form(self, key: str):
-        message_id, _, form_id = key.partition("-")
-        if message_id != str(self.latest_tutor_id) or form_id not in self._latest_forms:
-            return rx.set_focus("message")
-        try:
-            skipped = await get_engine().skip_form(self.conversation_id, form_id)
-        except dbfaults.DatabaseUnavailable as fault:
-            dbfaults.report(fault, log, f"conversation {self.conversation_id}: skip not saved")
-            self._set_form_error(key, "", self._t(dbfaults.FORM_NOT_SAVED))
-            return None
-        if skipped:
-            self._latest_forms = {k: v for k, v in self._latest_forms.items() if k != form_id}
-            self._note_forms({key: FormState("skipped")})
-            if self.form_error_key == key:
-                self._clear_form_error()
-        return rx.set_focus("message")
-
-    async def _accept(self, learner_input: LearnerInput, form_key: str | None, client_id: str = ""):
-        if not self.conversation_id and not self.loaded and client_id and form_key is None:
-            # This tab's state is new (the server restarted while the page waited to
-            # reconnect): open the conversation again, then take the waiting message.
-            away = await self.load()
-            if away is not None and away is not ChatState.respond:
-                self._receipt("refused", client_id)
-                return away
-        if not self.conversation_id:
-            # The page loaded while the database was down: try loading it again (the
-            # learner's text stays in the box for the next send).
-            self._receipt("refused", client_id)
-            return ChatState.load if self.load_error == self._t(dbfaults.UNAVAILABLE) else None
-        if not await self.still_signed_in():  # expired, signed out elsewhere, or disabled
-            message = self._t(SIGNED_OUT)
-            if form_key is not None:
-                self._set_form_error(form_key, "", message)
-            else:
-                self.input_error = message
-            self._receipt("refused", client_id)
-            return None
-        try:
-            pending = await get_engine().accept(self.conversation_id, learner_input, client_id or None)
-        except InputError as exc:
-            if form_key is not None:
-                self._set_form_error(form_key, self._known_field(form_key, exc.field_id), self._t(exc.message))
-            else:
-                self.input_error = self._t(exc.message)
-            self._receipt("refused", client_id)  # the page puts the text back into the box
-            return None
-        except dbfaults.DatabaseUnavailable as fault:
-            # Nothing was stored; the text stays in the box (the form keeps its answers).
-            dbfaults.report(fault, log, f"conversation {self.conversation_id}: learner message not saved")
-            if form_key is not None:
-                self._set_form_error(form_key, "", self._t(dbfaults.FORM_NOT_SAVED))
-            else:
-                self.input_error = self._t(dbfaults.MESSAGE_NOT_SAVED)
-            self._receipt("refused", client_id)
-            return None
-        self._receipt("sent", client_id)
-        self.input_error = ""
-        if pending.duplicate:
-            # Sent twice (a double click, a resend after a reconnect, another tab): stored
-            # once. A tab that does not show it yet catches up; nothing else happens.
-            if pending.learner.id <= self._latest_id:
-                return None
-            self.thinking = True
-            self._requested += 1
-            return ChatState.respond
-        self._clear_form_error()
-        self._close_forms(pending.learner)
-        self._append(message_item(pending.learner, self.language))
-        self.thinking = True
-        self.milestone = ""
-        self._requested += 1
-        events: list[Any] = [ChatState.respond, rx.set_focus("message")]
-        if not client_id and form_key is None and learner_input.text is not None:
-            events.insert(0, rx.set_value("message", ""))  # the page's script clears it, at once
-        return events
-
-    def _receipt(self, kind: str, client_id: str) -> None:
-        """Tell the page's script (components/sending) what became of a send: the latest
-        few ids, in a variable the page watches (no script is sent: the page's policy
-        allows no eval)."""
-        if client_id:
-            name = "sent_ids" if kind == "sent" else "refused_ids"
-            setattr(self, name, " ".join([*getattr(self, name).split()[-(RECEIPTS - 1):], client_id]))
-
     @rx.event(background=True)
     async def respond(self):
         async with self:
@@ -307,7 +224,7 @@ class ChatState(TutorState):
         engine = get_engine()
         while True:
             async with self:
-                seen, conversation_id = self._requested, self.conversation_id
+                seen, conversation_id, language = self._requested, self.conversation_id, self.language
             preview = PagePreview(self, conversation_id)
             try:
                 result = await engine.respond_pending(conversation_id, preview)
@@ -324,18 +241,23 @@ class ChatState(TutorState):
                     self.operator_notice = self._t(notice)
                     self._responding = self.thinking = False
                 return
-            caught_up = None
+            caught_up, items = None, None
             if result is None:  # nothing owed: another tab or worker may have answered meanwhile
                 caught_up = await engine.view_if_newer(conversation_id, self._latest_id)
+            # Rendered here, off the tab's lock and the event loop (markdown, tables).
+            if result is not None:
+                items = await asyncio.to_thread(_render, [result.reply], language)
+            elif caught_up is not None:
+                items = await asyncio.to_thread(_render, caught_up.messages, language)
             async with self:
                 self._end_preview(preview)
                 if conversation_id != self.conversation_id:
                     pass
                 elif result is not None:
                     if result.reply.id > self._latest_id:  # a reload meanwhile may show it already
-                        self._add_reply(result)
+                        self._add_reply(result, items[0] if language == self.language else None)
                 elif caught_up is not None:
-                    self._show_history(caught_up.messages)
+                    self._show_history(caught_up.messages, items if language == self.language else None)
                     self._set_progress(caught_up.progress, celebrate=False)
                 if result is None and self._requested == seen:
                     self._responding = self.thinking = False
@@ -360,9 +282,9 @@ class ChatState(TutorState):
 
     # ------------------------------------------------------------------ helpers
 
-    def _add_reply(self, result: TurnResult) -> None:
+    def _add_reply(self, result: TurnResult, item: MessageItem | None = None) -> None:
         reply = result.reply
-        item = message_item(reply, self.language)
+        item = item or message_item(reply, self.language)
         self._append(item)
         self.latest_tutor_id = reply.id
         self._latest_bucket = self._bucket
@@ -405,19 +327,6 @@ class ChatState(TutorState):
         name = "history_forms" if self._latest_bucket == HISTORY else f"live_forms_{self._latest_bucket}"
         setattr(self, name, {**getattr(self, name), **changed})
 
-    def _known_field(self, form_key: str, field_id: str | None) -> str:
-        """The field to show the message at; "" for the whole form (an unknown field)."""
-        form = self._latest_forms.get(form_key.partition("-")[2]) or {}
-        ids = {f.get("id") for f in form.get("fields") or [] if isinstance(f, dict)}
-        return field_id if field_id in ids else ""
-
-    def _set_form_error(self, key: str, field_id: str, message: str) -> None:
-        self.form_error_key, self.form_error_field, self.form_error = key, field_id, message
-
-    def _clear_form_error(self) -> None:
-        if self.form_error_key or self.form_error:
-            self._set_form_error("", "", "")
-
     def _set_progress(self, progress: ProgressView, *, celebrate: bool) -> None:
         self.progress = progress_item(progress, self.language)
         if celebrate and progress.milestone:
@@ -457,6 +366,17 @@ class ChatState(TutorState):
     def dismiss_milestone(self):
         self.milestone = ""
         return rx.set_focus("message")
+
+
+async def _read_conversation(key: str, module_id: str, language: str) -> tuple[ConversationView, list[MessageItem]]:
+    """The learner's conversation in the module (made if new), its history rendered in a
+    worker thread: a long conversation's markdown never holds up the event loop."""
+    view = await get_engine().open(key, module_id, defer_opening=True)
+    return view, await asyncio.to_thread(_render, view.messages, language)
+
+
+def _render(messages: list[MessageView], language: str) -> list[MessageItem]:
+    return [message_item(m, language) for m in messages]
 
 
 def _open_forms(view: MessageView) -> dict[str, dict]:

@@ -35,6 +35,7 @@ from limits import RateLimitItemPerDay, RateLimitItemPerMinute
 from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
+from tutor.i18n import N_, Phrase
 from tutor.llm.config import ConfigError, EnvReader
 
 __all__ = ["LimitReached", "UsageLimits", "UsageSettings", "in_words"]
@@ -95,21 +96,24 @@ class LimitReached(Exception):
         self.retry_after_s = retry_after_s
 
 
-def in_words(seconds: float) -> str:
-    """A wait as a learner reads it: "20 s", "4 min", "3 h 12 min"."""
+def in_words(seconds: float) -> Phrase:
+    """A wait as a learner reads it: "20 s", "4 min", "3 h 12 min" (a Phrase: the page
+    shows it in the module's language)."""
     s = max(1, math.ceil(seconds))
     if s < 60:
-        return f"{s} s"
+        return Phrase("{seconds} s", seconds=s)
     minutes = math.ceil(s / 60)
     if minutes < 60:
-        return f"{minutes} min"
+        return Phrase("{minutes} min", minutes=minutes)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h" if minutes == 0 else f"{hours} h {minutes} min"
+    return Phrase("{hours} h", hours=hours) if minutes == 0 else \
+        Phrase("{hours} h {minutes} min", hours=hours, minutes=minutes)
 
 
-TURNS_TEXT = "You're sending messages faster than the tutor can keep up — you can send again in {wait}."
-TOKENS_TEXT = "You've reached today's limit for the tutor. You can carry on in {wait} — everything so far is saved."
-CONVERSATIONS_TEXT = (
+# Raised as Phrases: the chat page (or the start page) shows them in its language.
+TURNS_TEXT = N_("You're sending messages faster than the tutor can keep up — you can send again in {wait}.")
+TOKENS_TEXT = N_("You've reached today's limit for the tutor. You can carry on in {wait} — everything so far is saved.")
+CONVERSATIONS_TEXT = N_(
     "You've started {count} new conversations today, the most for one day. You can start over again in {wait}; "
     "until then you can carry on with the conversation you have."
 )
@@ -145,11 +149,11 @@ class UsageLimits:
         if self._tokens is not None and not await self._run(self._fixed.test, self._tokens, who):
             reset = await self._run(self._fixed.get_window_stats, self._tokens, who)
             wait = self._wait(reset)
-            raise LimitReached("tokens", TOKENS_TEXT.format(wait=in_words(wait)), wait)
+            raise LimitReached("tokens", Phrase(TOKENS_TEXT, wait=in_words(wait)), wait)
         if self._turns is not None and not await self._run(self._moving.hit, self._turns, who):
             reset = await self._run(self._moving.get_window_stats, self._turns, who)
             wait = self._wait(reset)
-            raise LimitReached("turns", TURNS_TEXT.format(wait=in_words(wait)), wait)
+            raise LimitReached("turns", Phrase(TURNS_TEXT, wait=in_words(wait)), wait)
 
     async def spend_tokens(self, learner_key: str, tokens: int) -> None:
         """Count model tokens against the learner's day (past the limit too: the next turn
@@ -168,7 +172,7 @@ class UsageLimits:
             return
         reset = await self._run(self._moving.get_window_stats, self._conversations, who)
         wait = self._wait(reset)
-        text = CONVERSATIONS_TEXT.format(count=self.settings.conversations_per_day, wait=in_words(wait))
+        text = Phrase(CONVERSATIONS_TEXT, count=self.settings.conversations_per_day, wait=in_words(wait))
         raise LimitReached("conversations", text, wait)
 
     async def tokens_left(self, learner_key: str) -> int | None:

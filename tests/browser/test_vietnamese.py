@@ -22,6 +22,11 @@ def test_a_vietnamese_module_speaks_vietnamese(app: RunningApp, page: Page) -> N
     expect(page.locator("#composer")).to_have_attribute("aria-label", "Gửi tin nhắn cho gia sư")
     expect(page.locator("#progress-count")).to_have_text("1 trên 10 chủ đề")
     expect(page.locator(".page.chat")).to_have_attribute("lang", "vi")
+    expect(page.locator("#chat-theme option[value=light]")).to_have_text("Sáng")
+    # The words the page's scripts show: a message being sent, a lost connection.
+    expect(page.locator("#outbox")).to_have_attribute("data-sending", "Đang gửi…")
+    expect(page.locator("[data-connection-lost]")).to_have_attribute(
+        "data-connection-lost", "Mất kết nối — đang kết nối lại… Tin nhắn của bạn vẫn được giữ nguyên.")
     # The built-in tutor's opening.
     opening = page.locator(".msg-tutor").first
     expect(opening).to_contain_text("Chào mừng bạn! Chúng ta sẽ đi qua 10 chủ đề trong 3 phần")

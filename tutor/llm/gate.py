@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
+from tutor.i18n import Phrase
 from tutor.llm.base import Completion, CompletionRequest, Provider
 from tutor.llm.sse import CompletionStream
 
@@ -58,15 +59,21 @@ class reporting:  # noqa: N801 - used like a function: `async with reporting(lis
         self.__exit__(*exc)
 
 
-def queue_line(position: int) -> str:
-    """The calm line a learner sees while their turn waits for a model slot."""
-    place = "next" if position == 1 else _ordinal(position)
-    return f"Many learners are asking at once — you're {place} in line…"
+def queue_line(position: int) -> Phrase:
+    """The calm line a learner sees while their turn waits for a model slot (a Phrase: the
+    page shows it in the module's language)."""
+    if position == 1:
+        return Phrase("Many learners are asking at once — you're next in line…")
+    return Phrase("Many learners are asking at once — you're {place} in line…", place=_ordinal(position))
 
 
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
+def _ordinal(n: int) -> Phrase:
+    """"3rd": one msgid per English suffix, so each language words its ordinals ("thứ 3")."""
+    if 10 <= n % 100 <= 20 or n % 10 not in (1, 2, 3):
+        return Phrase("{n}th", n=n)
+    if n % 10 == 1:
+        return Phrase("{n}st", n=n)
+    return Phrase("{n}nd", n=n) if n % 10 == 2 else Phrase("{n}rd", n=n)
 
 
 class _Waiter:
