@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 
 from tutor.store import Store
 
@@ -25,6 +28,44 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.migrate()
     yield s
     s.dispose()
+
+
+PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+
+
+@contextmanager
+def postgres_database(prefix: str = "tutor_test") -> Iterator[str]:
+    """A fresh, empty PostgreSQL database on 127.0.0.1 (its URL), dropped afterwards even if
+    something still holds a connection to it."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with admin.connect() as c:
+            c.execute(sqlalchemy.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_on_each_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated database, once a SQLite file and once a fresh PostgreSQL database: a test
+    using it runs on both."""
+    if request.param == "sqlite":
+        s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
+        s.migrate()
+        yield s
+        s.dispose()
+        return
+    with postgres_database() as url:
+        s = Store(url)
+        s.migrate()
+        try:
+            yield s
+        finally:
+            s.dispose()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
-from collections.abc import Iterator
 
 import pytest
-import sqlalchemy
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
@@ -26,35 +23,16 @@ from tutor.modules import load_library
 from tutor.store import Message, Store
 
 MODULE = "understanding_anxiety"
-PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 
 
 def run(coro):
     return asyncio.run(coro)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request, tmp_path) -> Iterator[Store]:
+@pytest.fixture
+def store(store_on_each_database: Store) -> Store:
     """A migrated database: a SQLite file, or a fresh PostgreSQL database at 127.0.0.1."""
-    if request.param == "sqlite":
-        s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
-        s.migrate()
-        yield s
-        s.dispose()
-        return
-    name = "tutor_sends_" + uuid.uuid4().hex[:8]
-    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    s = Store(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
-    s.migrate()
-    try:
-        yield s
-    finally:
-        s.dispose()
-        with admin.connect() as c:
-            c.execute(sqlalchemy.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+    return store_on_each_database
 
 
 @pytest.fixture

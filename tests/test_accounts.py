@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import statistics
 import time
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-import sqlalchemy
 from sqlmodel import select
 
 from tutor import accounts, sessions
@@ -17,31 +14,13 @@ from tutor.accounts import AccountError, AuthSettings, Identity, identity_for_re
 from tutor.conversations import find_or_create
 from tutor.store import Account, AuthSession, Conversation, Learner, Store, utcnow
 
-PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 ACCOUNTS = AuthSettings()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
-        s.migrate()
-        yield s
-        s.dispose()
-        return
-    name = "tutor_accounts_" + uuid.uuid4().hex[:8]
-    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    s = Store(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
-    s.migrate()
-    try:
-        yield s
-    finally:
-        s.dispose()
-        with admin.connect() as c:
-            c.execute(sqlalchemy.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+@pytest.fixture
+def db(store_on_each_database: Store) -> Store:
+    """Each test on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return store_on_each_database
 
 
 def cookie(token: str) -> dict[str, str]:

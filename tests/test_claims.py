@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from collections.abc import Iterator
 
 import pytest
 import sqlalchemy
@@ -24,30 +22,12 @@ from tutor.modules import load_library
 from tutor.store import Message, ReplyClaim, Store
 
 MODULE = "understanding_anxiety"
-PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request, tmp_path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
-        s.migrate()
-        yield s
-        s.dispose()
-        return
-    name = "tutor_claims_" + uuid.uuid4().hex[:8]
-    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    s = Store(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
-    s.migrate()
-    try:
-        yield s
-    finally:
-        s.dispose()
-        with admin.connect() as c:
-            c.execute(sqlalchemy.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+@pytest.fixture
+def store(store_on_each_database: Store) -> Store:
+    """Each test on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return store_on_each_database
 
 
 def worker(store: Store, server: FakeLLMServer, name: str, lease_s: float = 5.0) -> Engine:

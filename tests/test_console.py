@@ -10,8 +10,6 @@ import asyncio
 import csv
 import io
 import json
-import uuid
-from collections.abc import Iterator
 from contextlib import redirect_stdout
 from datetime import timedelta
 
@@ -48,7 +46,6 @@ MODULE = "understanding_anxiety"
 LIBRARY = load_library()
 SAMPLE = LIBRARY.get(MODULE)
 NUTSHELL = SAMPLE.find_check("anxiety_in_a_nutshell")[1]
-PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 SECRET = "sk-live-console-test-0123456789abcdef"
 
 
@@ -56,27 +53,10 @@ def run(coro):
     return asyncio.run(coro)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request, tmp_path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s = Store(f"sqlite:///{tmp_path / 'tutor.db'}")
-        s.migrate()
-        yield s
-        s.dispose()
-        return
-    name = "tutor_console_" + uuid.uuid4().hex[:8]
-    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    s = Store(f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
-    s.migrate()
-    try:
-        yield s
-    finally:
-        s.dispose()
-        with admin.connect() as c:
-            c.execute(sqlalchemy.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+@pytest.fixture
+def store(store_on_each_database: Store) -> Store:
+    """Each test on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return store_on_each_database
 
 
 class World:

@@ -6,6 +6,7 @@ typed username, never the password)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from starlette.applications import Starlette
@@ -78,34 +79,52 @@ async def _end_previous(request: Request, store) -> None:
         await store.run(sessions.end_session, store, old)
 
 
-async def _form(request: Request) -> tuple[AuthSettings, dict[str, str]] | Response:
+@dataclass(frozen=True)
+class _Post:
+    """A sign-in or sign-up post that came from our own page, with both fields filled."""
+
+    settings: AuthSettings
+    form: dict[str, str]
+    username: str
+    password: str
+    next_path: str
+
+
+async def _post(request: Request, page: str) -> _Post | Response:
+    """The post, or the answer to give at once: a redirect when accounts are off, a refusal
+    for a post from another site, back to `page` when a field is empty."""
     settings = AuthSettings.from_env()
     if settings.mode != "accounts":
         return RedirectResponse("/", status_code=303)
     if not same_origin(request, settings):
         return HTMLResponse(REFUSED, status_code=403)
-    form = await request.form()
-    return settings, {k: str(v) for k, v in form.items() if isinstance(v, str)}
-
-
-async def signin(request: Request) -> Response:
-    got = await _form(request)
-    if isinstance(got, Response):
-        return got
-    settings, form = got
+    form = {k: str(v) for k, v in (await request.form()).items() if isinstance(v, str)}
     username, password = form.get("username", ""), form.get("password", "")
     next_path = safe_next(form.get("next"))
     if not username.strip() or not password:
-        return _back("/signin", "missing", username, next_path)
-    name, address = normalise_username(username), client_address(request, settings)
+        return _back(page, "missing", username, next_path)
+    return _Post(settings, form, username, password, next_path)
+
+
+async def _session_for(request: Request, store, account_id: int, post: _Post) -> Response:
+    """The browser's previous session ended, a new one started: the redirect carrying it."""
+    await _end_previous(request, store)
+    return await store.run(_signed_in, request, account_id, post.next_path, post.settings, store)
+
+
+async def signin(request: Request) -> Response:
+    post = await _post(request, "/signin")
+    if isinstance(post, Response):
+        return post
+    username, next_path = post.username, post.next_path
+    name, address = normalise_username(username), client_address(request, post.settings)
     wait = LIMIT.wait_minutes(name, address)
     if wait:
         return _back("/signin", "throttled", username, next_path, minutes=wait)
     try:
         store = _store(request)
-        account = await store.run(authenticate, store, username, password)
-        await _end_previous(request, store)
-        response = await store.run(_signed_in, request, account.id, next_path, settings, store)
+        account = await store.run(authenticate, store, username, post.password)
+        response = await _session_for(request, store, account.id, post)
     except AccountError as refusal:
         if refusal.code == "credentials":
             LIMIT.failed(name, address)
@@ -118,19 +137,15 @@ async def signin(request: Request) -> Response:
 
 
 async def signup(request: Request) -> Response:
-    got = await _form(request)
-    if isinstance(got, Response):
-        return got
-    settings, form = got
-    username, password = form.get("username", ""), form.get("password", "")
-    next_path = safe_next(form.get("next"))
-    if not username.strip() or not password:
-        return _back("/signup", "missing", username, next_path)
+    post = await _post(request, "/signup")
+    if isinstance(post, Response):
+        return post
+    username, next_path = post.username, post.next_path
     try:
         store = _store(request)
-        account = await store.run(create_account, store, username, password, local_key=form.get("local_key", ""))
-        await _end_previous(request, store)
-        response = await store.run(_signed_in, request, account.id, next_path, settings, store)
+        account = await store.run(create_account, store, username, post.password,
+                                  local_key=post.form.get("local_key", ""))
+        response = await _session_for(request, store, account.id, post)
     except AccountError as refusal:
         return _back("/signup", refusal.code, username, next_path)
     except dbfaults.DatabaseUnavailable as fault:

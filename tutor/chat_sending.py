@@ -96,31 +96,17 @@ class ChatSending(rx.State, mixin=True):
             self._receipt("refused", client_id)
             return type(self).load if self.load_error == self._t(dbfaults.UNAVAILABLE) else None
         if not await self.still_signed_in():  # expired, signed out elsewhere, or disabled
-            message = self._t(SIGNED_OUT)
-            if form_key is not None:
-                self._set_form_error(form_key, "", message)
-            else:
-                self.input_error = message
-            self._receipt("refused", client_id)
-            return None
+            return self._refuse(form_key, client_id, SIGNED_OUT)
         try:
             pending = await get_engine().accept(self.conversation_id, learner_input, client_id or None, self.language)
         except InputError as exc:
-            if form_key is not None:
-                self._set_form_error(form_key, self._known_field(form_key, exc.field_id), self._t(exc.message))
-            else:
-                self.input_error = self._t(exc.message)
-            self._receipt("refused", client_id)  # the page puts the text back into the box
-            return None
+            field = self._known_field(form_key, exc.field_id) if form_key is not None else ""
+            return self._refuse(form_key, client_id, exc.message, field)
         except dbfaults.DatabaseUnavailable as fault:
             # Nothing was stored; the text stays in the box (the form keeps its answers).
             dbfaults.report(fault, log, f"conversation {self.conversation_id}: learner message not saved")
-            if form_key is not None:
-                self._set_form_error(form_key, "", self._t(dbfaults.FORM_NOT_SAVED))
-            else:
-                self.input_error = self._t(dbfaults.MESSAGE_NOT_SAVED)
-            self._receipt("refused", client_id)
-            return None
+            return self._refuse(form_key, client_id, dbfaults.MESSAGE_NOT_SAVED if form_key is None
+                                else dbfaults.FORM_NOT_SAVED)
         self._receipt("sent", client_id)
         self.input_error = ""
         if pending.duplicate:
@@ -141,6 +127,15 @@ class ChatSending(rx.State, mixin=True):
         if not client_id and form_key is None and learner_input.text is not None:
             events.insert(0, rx.set_value("message", ""))  # the page's script clears it, at once
         return events
+
+    def _refuse(self, form_key: str | None, client_id: str, message: str, field: str = "") -> None:
+        """A send not stored: the reason, by the form (at `field`) or under the box, and the
+        page told by id, so it puts the text back into the box."""
+        if form_key is not None:
+            self._set_form_error(form_key, field, self._t(message))
+        else:
+            self.input_error = self._t(message)
+        self._receipt("refused", client_id)
 
     def _receipt(self, kind: str, client_id: str) -> None:
         """Tell the page's script (components/sending) what became of a send: the latest

@@ -66,25 +66,12 @@ class UsageSettings:
                 f"TUTOR_REDIS_URL={redis_url!r} is not a Redis URL: set e.g. TUTOR_REDIS_URL=redis://127.0.0.1:6379"
             )
         return cls(
-            turns_per_minute=_whole(get, "TUTOR_TURNS_PER_MINUTE", cls.turns_per_minute),
-            daily_tokens=_whole(get, "TUTOR_DAILY_TOKENS", cls.daily_tokens),
-            conversations_per_day=_whole(get, "TUTOR_CONVERSATIONS_PER_DAY", cls.conversations_per_day),
-            model_calls_in_flight=_whole(get, "TUTOR_MODEL_CALLS_IN_FLIGHT", cls.model_calls_in_flight),
+            turns_per_minute=get.integer("TUTOR_TURNS_PER_MINUTE", cls.turns_per_minute, low=0),
+            daily_tokens=get.integer("TUTOR_DAILY_TOKENS", cls.daily_tokens, low=0),
+            conversations_per_day=get.integer("TUTOR_CONVERSATIONS_PER_DAY", cls.conversations_per_day, low=0),
+            model_calls_in_flight=get.integer("TUTOR_MODEL_CALLS_IN_FLIGHT", cls.model_calls_in_flight, low=0),
             redis_url=redis_url,
         )
-
-
-def _whole(get: EnvReader, name: str, default: int) -> int:
-    raw = get.text(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw.replace("_", ""))
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a whole number: set e.g. {name}={default} (0: no limit)") from None
-    if value < 0:
-        raise ConfigError(f"{name}={raw} is out of range: set e.g. {name}={default} (0: no limit)")
-    return value
 
 
 class LimitReached(Exception):

@@ -113,51 +113,50 @@ def model_server() -> Iterator[FakeLLMServer]:
         yield server
 
 
+def scripted_model_env(server: FakeLLMServer, **overrides: str) -> dict[str, str]:
+    """Settings for an app whose model is the scripted loopback server (`overrides` add to
+    or replace them)."""
+    return {
+        "TUTOR_LLM_PROVIDER": "openai",
+        "TUTOR_LLM_BASE_URL": server.base_url,
+        "TUTOR_LLM_MODEL": "scripted-model",
+        "TUTOR_LLM_MAX_RETRIES": "0",
+        "TUTOR_LLM_TIMEOUT": "30",
+        "TUTOR_LLM_STREAM": "1",
+        **overrides,
+    }
+
+
+def scripted(server: FakeLLMServer) -> Iterator[ScriptedModel]:
+    """The scripted model, with nothing queued before or after the test."""
+    model = ScriptedModel(server)
+    model.reset()
+    yield model
+    model.reset()
+
+
 @pytest.fixture
 def model_app(apps: AppPool, model_server: FakeLLMServer) -> RunningApp:
     """The app whose model is the scripted loopback server."""
-    return apps.use(
-        "model",
-        TUTOR_LLM_PROVIDER="openai",
-        TUTOR_LLM_BASE_URL=model_server.base_url,
-        TUTOR_LLM_MODEL="scripted-model",
-        TUTOR_LLM_MAX_RETRIES="0",
-        TUTOR_LLM_TIMEOUT="30",
-        TUTOR_LLM_STREAM="1",
-    )
+    return apps.use("model", **scripted_model_env(model_server))
 
 
 @pytest.fixture
 def model(model_server: FakeLLMServer, model_app: RunningApp) -> Iterator[ScriptedModel]:
-    scripted = ScriptedModel(model_server)
-    scripted.reset()
-    yield scripted
-    scripted.reset()
+    yield from scripted(model_server)
 
 
 @pytest.fixture
 def limits_app(apps: AppPool, model_server: FakeLLMServer) -> RunningApp:
     """The scripted-model app with low usage limits: 2 turns a minute per learner, one
     model call in flight at a time (tests/browser/test_limits.py)."""
-    return apps.use(
-        "limits",
-        TUTOR_LLM_PROVIDER="openai",
-        TUTOR_LLM_BASE_URL=model_server.base_url,
-        TUTOR_LLM_MODEL="scripted-model",
-        TUTOR_LLM_MAX_RETRIES="0",
-        TUTOR_LLM_TIMEOUT="30",
-        TUTOR_LLM_STREAM="1",
-        TUTOR_TURNS_PER_MINUTE="2",
-        TUTOR_MODEL_CALLS_IN_FLIGHT="1",
-    )
+    return apps.use("limits", **scripted_model_env(model_server, TUTOR_TURNS_PER_MINUTE="2",
+                                                   TUTOR_MODEL_CALLS_IN_FLIGHT="1"))
 
 
 @pytest.fixture
 def limited_model(model_server: FakeLLMServer, limits_app: RunningApp) -> Iterator[ScriptedModel]:
-    scripted = ScriptedModel(model_server)
-    scripted.reset()
-    yield scripted
-    scripted.reset()
+    yield from scripted(model_server)
 
 
 @pytest.fixture(scope="session")

@@ -6,31 +6,20 @@ call, one stored reply — and both tabs show that reply."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 
-import psycopg2
 import pytest
 import redis
 from playwright.sync_api import Page, expect
 
 from tests.browser.app_runner import REPO, RunningApp
-from tests.browser.conftest import AppPool
+from tests.browser.conftest import AppPool, scripted_model_env
 from tests.browser.helpers import open_module, wait_idle
+from tests.conftest import postgres_database
 from tests.fakes.servers import FakeLLMServer, Scripted
 from tests.fakes.wire import openai_reply, tutor_reply
 
 REDIS_DB = 13
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-def _admin(sql: str) -> None:
-    conn = psycopg2.connect(PG_ADMIN)
-    conn.autocommit = True
-    try:
-        conn.cursor().execute(sql)
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -38,30 +27,22 @@ def instances(apps: AppPool, model_server: FakeLLMServer, tmp_path_factory) -> I
     if apps.running is not None:  # free the machine (and .web-test) from the pool's app
         apps.running.stop()
         apps.running = None
-    name = f"tutor_instances_{os.getpid()}"
-    _admin(f"drop database if exists {name}")
-    _admin(f"create database {name}")
     redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB).flushdb()
-    shared = dict(
-        TUTOR_DATABASE_URL=f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}",
-        TUTOR_REDIS_URL=f"redis://127.0.0.1:6379/{REDIS_DB}",
-        GRANIAN_WORKERS="1",
-        TUTOR_LLM_PROVIDER="openai", TUTOR_LLM_BASE_URL=model_server.base_url, TUTOR_LLM_MODEL="scripted-model",
-        TUTOR_LLM_MAX_RETRIES="0", TUTOR_LLM_TIMEOUT="60", TUTOR_LLM_STREAM="0",
-    )
-    running = []
-    try:
-        for i, workdir in enumerate((".web-test-second", ".web-test")):
-            app = RunningApp.create(tmp_path_factory.mktemp(f"instance-{i}"), **shared,
-                                    REFLEX_WEB_WORKDIR=str(REPO / workdir))
-            app.start()
-            running.append(app)
-        yield running
-    finally:
-        for app in running:
-            app.stop()
-        _admin(f"drop database if exists {name} with (force)")
-
+    with postgres_database("tutor_instances") as database_url:
+        shared = scripted_model_env(
+            model_server, TUTOR_DATABASE_URL=database_url, TUTOR_REDIS_URL=f"redis://127.0.0.1:6379/{REDIS_DB}",
+            GRANIAN_WORKERS="1", TUTOR_LLM_TIMEOUT="60", TUTOR_LLM_STREAM="0")
+        running = []
+        try:
+            for i, workdir in enumerate((".web-test-second", ".web-test")):
+                app = RunningApp.create(tmp_path_factory.mktemp(f"instance-{i}"), **shared,
+                                        REFLEX_WEB_WORKDIR=str(REPO / workdir))
+                app.start()
+                running.append(app)
+            yield running
+        finally:
+            for app in running:
+                app.stop()
 
 def test_two_instances_answer_each_message_once(instances: list[RunningApp], model_server: FakeLLMServer,
                                                 page: Page) -> None:

@@ -16,7 +16,7 @@ import pytest
 import redis
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import AppPool, RunningApp, ScriptedModel
+from tests.browser.conftest import AppPool, RunningApp, ScriptedModel, scripted, scripted_model_env
 from tests.browser.helpers import db_rows, open_module, wait_idle
 from tests.fakes.servers import FakeLLMServer, Scripted
 from tests.fakes.wire import openai_reply, tutor_reply
@@ -28,26 +28,14 @@ LEASE_S = 4
 @pytest.fixture
 def workers_app(apps: AppPool, model_server: FakeLLMServer) -> Iterator[RunningApp]:
     redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB).flushdb()
-    yield apps.use(
-        "workers",
-        TUTOR_REDIS_URL=f"redis://127.0.0.1:6379/{REDIS_DB}",
-        GRANIAN_WORKERS="2",
-        TUTOR_REPLY_LEASE=str(LEASE_S),
-        TUTOR_LLM_PROVIDER="openai",
-        TUTOR_LLM_BASE_URL=model_server.base_url,
-        TUTOR_LLM_MODEL="scripted-model",
-        TUTOR_LLM_MAX_RETRIES="0",
-        TUTOR_LLM_TIMEOUT="120",
-        TUTOR_LLM_STREAM="0",
-    )
+    yield apps.use("workers", **scripted_model_env(
+        model_server, TUTOR_REDIS_URL=f"redis://127.0.0.1:6379/{REDIS_DB}", GRANIAN_WORKERS="2",
+        TUTOR_REPLY_LEASE=str(LEASE_S), TUTOR_LLM_TIMEOUT="120", TUTOR_LLM_STREAM="0"))
 
 
 @pytest.fixture
 def model(model_server: FakeLLMServer, workers_app: RunningApp) -> Iterator[ScriptedModel]:
-    scripted = ScriptedModel(model_server)
-    scripted.reset()
-    yield scripted
-    scripted.reset()
+    yield from scripted(model_server)
 
 
 def workers(app: RunningApp) -> list[int]:

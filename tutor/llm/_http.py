@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from tutor.llm.config import ConfigError, LLMSettings
+from tutor.llm.config import EnvReader, LLMSettings
 from tutor.llm.errors import (
     BadResponse,
     ConnectionFailed,
@@ -41,14 +41,8 @@ def http_limits(env=None) -> httpx.Limits:
     between calls. httpx's defaults (100 open, 20 kept alive) queued the 101st learner's
     turn and reconnected most others; its pool rescans that queue on every release, which at
     200 learners cost more CPU than the turns themselves."""
-    raw = ((os.environ if env is None else env).get("TUTOR_LLM_MAX_CONNECTIONS") or "").strip()
-    try:
-        count = int(raw) if raw else DEFAULT_MAX_CONNECTIONS
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ConfigError(f"TUTOR_LLM_MAX_CONNECTIONS={raw!r} is not a positive whole number: set e.g. "
-                          f"TUTOR_LLM_MAX_CONNECTIONS={DEFAULT_MAX_CONNECTIONS}")
+    count = EnvReader(os.environ if env is None else env).integer(
+        "TUTOR_LLM_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, low=1)
     return httpx.Limits(max_connections=count, max_keepalive_connections=count)
 
 

@@ -208,7 +208,8 @@ EnvReader = _Env  # for settings outside the model backend's (the safety screen)
 def _check_range(name: str, raw: str, value: float, low, high) -> None:
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"at least {low}" if high is None else f"between {low} and {high}"
-        raise ConfigError(f"{name}={raw} is out of range: set {name} to a value {bounds}")
+        raise ConfigError(f"{name}={raw} is out of range: set {name} to a value {bounds}, "
+                          f"e.g. {name}={_example(name)}")
 
 
 _EXAMPLES = {
@@ -224,6 +225,11 @@ _EXAMPLES = {
     "TUTOR_LLM_CONTEXT": "8192",
     "TUTOR_PRICE_INPUT_PER_MTOK": "0.15",
     "TUTOR_PRICE_OUTPUT_PER_MTOK": "0.60",
+    "TUTOR_LLM_MAX_CONNECTIONS": "1000",
+    "TUTOR_TURNS_PER_MINUTE": "12 (0: no limit)",
+    "TUTOR_DAILY_TOKENS": "200000 (0: no limit)",
+    "TUTOR_CONVERSATIONS_PER_DAY": "20 (0: no limit)",
+    "TUTOR_MODEL_CALLS_IN_FLIGHT": "100 (0: no cap)",
 }
 
 
