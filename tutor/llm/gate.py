@@ -77,10 +77,11 @@ def _ordinal(n: int) -> Phrase:
 
 
 class _Waiter:
-    __slots__ = ("granted", "wake")
+    __slots__ = ("granted", "position", "wake")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, position: int) -> None:
         self.granted = False
+        self.position = position  # 1: next in line; kept up to date by ModelGate._moved
         self.wake: asyncio.Future[None] = loop.create_future()
 
     def nudge(self) -> None:
@@ -119,12 +120,12 @@ class ModelGate:
     async def _wait_in_line(self) -> None:
         listener = _LISTENER.get()
         tell = getattr(listener, "queued", None)
-        waiter = _Waiter(asyncio.get_running_loop())
+        waiter = _Waiter(asyncio.get_running_loop(), len(self._queue) + 1)
         self._queue.append(waiter)
         told = 0
         try:
             while not waiter.granted:
-                position = self._queue.index(waiter) + 1
+                position = waiter.position
                 if tell is not None and position != told:
                     told = position
                     await _quietly(tell, position)
@@ -152,8 +153,13 @@ class ModelGate:
             self.busy -= 1
 
     def _moved(self) -> None:
-        for waiter in self._queue:
-            waiter.nudge()
+        """The line moved: each waiter whose place changed learns its new one. One pass
+        (each waiter looking itself up in the line cost O(n²) per release, exactly when the
+        line is long)."""
+        for position, waiter in enumerate(self._queue, 1):
+            if waiter.position != position:
+                waiter.position = position
+                waiter.nudge()
 
 
 async def _quietly(tell: Any, position: int) -> None:
