@@ -23,9 +23,9 @@ from tutor.llm.errors import (
     RequestTimeout,
     error_for_status,
 )
-from tutor.llm._pool import pooled_transport
+from tutor.llm._transport import AiohttpTransport
 from tutor.llm.base import Completion, CompletionRequest
-from tutor.llm.sse import CompletionStream, SSEEvent, aiter_sse
+from tutor.llm.sse import CompletionStream, SSEDecoder, SSEEvent
 
 USER_AGENT = "tutor/0.1 (+httpx)"
 
@@ -38,9 +38,8 @@ DEFAULT_MAX_CONNECTIONS = 1000
 
 def http_limits(env=None) -> httpx.Limits:
     """TUTOR_LLM_MAX_CONNECTIONS: model calls one process keeps open at once, all kept alive
-    between calls. httpx's defaults (100 open, 20 kept alive) queued the 101st learner's
-    turn and reconnected most others; its pool rescans that queue on every release, which at
-    200 learners cost more CPU than the turns themselves."""
+    between calls (for Limits.keepalive_expiry seconds). httpx's defaults (100 open, 20 kept
+    alive) queued the 101st learner's turn and reconnected most others."""
     count = EnvReader(os.environ if env is None else env).integer(
         "TUTOR_LLM_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, low=1)
     return httpx.Limits(max_connections=count, max_keepalive_connections=count)
@@ -79,7 +78,7 @@ class HTTPTransport:
             for old in [old for old in self._clients if old.is_closed()]:
                 del self._clients[old]
             client = self._clients[loop] = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s), limits=self._limits, transport=pooled_transport(self._limits))
+                timeout=httpx.Timeout(self.timeout_s), transport=AiohttpTransport(self._limits))
         return client
 
     def _url(self, path: str) -> str:
@@ -117,7 +116,14 @@ class HTTPTransport:
                     text = (await response.aread()).decode("utf-8", "replace")
                     yield SSEEvent(WHOLE_BODY_EVENT, text)
                     return
-                async for event in aiter_sse(response.aiter_lines()):
+                # Raw bytes, split into events and decoded once per event (tutor.llm.sse);
+                # a compressed body goes through httpx's decoder first.
+                decoder = SSEDecoder()
+                encoded = "content-encoding" in response.headers
+                async for chunk in response.aiter_bytes() if encoded else response.aiter_raw():
+                    for event in decoder.feed(chunk):
+                        yield event
+                for event in decoder.end():
                     yield event
         except LLMError:
             raise

@@ -1,0 +1,231 @@
+"""The model client's HTTP transport: httpx's API over aiohttp's connection pool.
+
+httpx stays the client (requests, headers, timeouts, decoding, errors as httpx exceptions);
+this transport does the wire work. aiohttp parses HTTP in C (llhttp) and reads without a
+cancel scope per read: a streamed call (20 events) costs ~1.2 ms of CPU instead of ~3 ms
+with httpcore's transport (benchmarks/load_bench.py, baseline line, 200 learners).
+
+- One aiohttp session and connection pool per transport, made on first use inside the
+  running event loop (the provider keeps one httpx client, so one transport, per loop) and
+  closed by `aclose()`. At most `Limits.max_connections` open (TUTOR_LLM_MAX_CONNECTIONS);
+  an idle connection is kept `Limits.keepalive_expiry` seconds.
+- TLS is verified with the context httpx itself would make (certifi, or SSL_CERT_FILE /
+  SSL_CERT_DIR). HTTP_PROXY / HTTPS_PROXY / ALL_PROXY / NO_PROXY are read once, when the
+  transport is made (as httpx reads them); ~/.netrc is not read.
+- Timeouts come from each request's httpx timeout: `pool` bounds getting a connection
+  (waiting for a free one, then opening it), `connect` each connection attempt, `read` the
+  silence between two reads; aiohttp has no write timeout (a request is a few KB). There
+  is no total: the turn's deadline is enforced above (tutor.llm.streaming, policy).
+- The body is streamed as it arrives; closing it before the end closes the connection at
+  once (a reader that stopped early), after the end hands the connection back for reuse.
+- Cookies, redirects and content decoding are left to httpx, as with its own transport.
+- aiohttp's failures become the httpx exceptions httpcore raises for the same event, so
+  a dropped connection reads as a broken connection, never as a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import httpx
+from yarl import URL
+
+_HTTP11 = {"http_version": b"HTTP/1.1"}
+
+
+def _httpx_error(exc: Exception) -> httpx.TransportError:
+    """The httpx exception httpcore raises for the same failure (most specific first)."""
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):  # no free connection, or no connection, in time
+        return httpx.ConnectTimeout(message)
+    if isinstance(exc, asyncio.TimeoutError):  # SocketTimeoutError: nothing read within `read`
+        return httpx.ReadTimeout(message)
+    if isinstance(exc, (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError)):
+        return httpx.ProxyError(message)
+    if isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, TLS handshake, certificate
+        return httpx.ConnectError(message)
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return httpx.RemoteProtocolError("Server disconnected without sending a complete response")
+    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
+        # A body cut short (a length or chunked body the server hung up in), a malformed
+        # chunk or status line: httpcore calls these protocol errors too.
+        return httpx.RemoteProtocolError(message)
+    if isinstance(exc, ConnectionResetError):  # aiohttp's "cannot write to closing transport"
+        return httpx.WriteError(message)
+    if isinstance(exc, (aiohttp.NonHttpUrlClientError, aiohttp.InvalidUrlClientError)):
+        return httpx.UnsupportedProtocol(message)
+    if isinstance(exc, (aiohttp.ClientConnectionError, OSError)):  # reset by peer while reading
+        return httpx.ReadError(message)
+    return httpx.TransportError(message)
+
+
+class AiohttpResponseStream(httpx.AsyncByteStream):
+    """The response body, each read handed on as it arrives."""
+
+    __slots__ = ("_response", "_done")
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self._done = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = self._response.content.readany
+        try:
+            while chunk := await read():
+                yield chunk
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            raise _httpx_error(exc) from exc
+        self._done = True
+
+    async def aclose(self) -> None:
+        if self._done or self._response.content.is_eof():
+            self._response.release()  # the whole body is in: the connection can serve the next call
+        else:
+            self._response.close()  # stopped early, or failed: the connection goes at once
+
+
+class ProxySettings:
+    """HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as read once; the answer per origin is cached."""
+
+    def __init__(self, proxies: dict[str, str] | None = None) -> None:
+        self._proxies = urllib.request.getproxies() if proxies is None else proxies
+        self._by_origin: dict[tuple[str, str], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
+
+    def for_url(self, url: httpx.URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        key = (url.scheme, url.host)
+        found = self._by_origin.get(key)
+        if found is None:
+            found = self._by_origin[key] = self._lookup(url.scheme, url.host)
+        return found
+
+    def _lookup(self, scheme: str, host: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        raw = self._proxies.get(scheme) or self._proxies.get("all")
+        if not raw or urllib.request.proxy_bypass_environment(host, self._proxies):
+            return None, None
+        proxy = URL(raw if "://" in raw else f"http://{raw}")
+        if proxy.user is None:
+            return proxy, None
+        return proxy.with_user(None), aiohttp.BasicAuth(proxy.user, proxy.password or "")
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """httpx.AsyncBaseTransport over one aiohttp ClientSession (see the module docstring)."""
+
+    def __init__(self, limits: httpx.Limits, *, proxies: dict[str, str] | None = None) -> None:
+        self._limits = limits
+        self._ssl = httpx.create_ssl_context()
+        self._proxy = ProxySettings(proxies)
+        self._session: aiohttp.ClientSession | None = None
+        self._held = _Held()
+        weakref.finalize(self, _close_now, self._held)
+        self._timeouts: dict[tuple[Any, ...], aiohttp.ClientTimeout] = {}
+        self._urls: dict[str, URL] = {}
+
+    def _new_session(self) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(
+            limit=self._limits.max_connections or 0,  # 0: no limit, as httpx's None
+            keepalive_timeout=self._limits.keepalive_expiry,
+            ssl=self._ssl,
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),  # httpx's client keeps the cookies
+            auto_decompress=False,  # httpx decodes content-encoding itself
+            timeout=aiohttp.ClientTimeout(total=None),
+            trust_env=False,  # proxies are ours (ProxySettings); aiohttp would re-read them per request
+        )
+
+    def _timeout(self, timeout: dict[str, float | None]) -> aiohttp.ClientTimeout:
+        key = (timeout.get("connect"), timeout.get("read"), timeout.get("pool"))
+        found = self._timeouts.get(key)
+        if found is None:
+            connect, read, pool = key
+            found = self._timeouts[key] = aiohttp.ClientTimeout(
+                total=None, connect=pool, sock_connect=connect, sock_read=read)
+        return found
+
+    def _url(self, url: httpx.URL) -> URL:
+        text = str(url)
+        found = self._urls.get(text)
+        if found is None:
+            if len(self._urls) >= 256:  # a few endpoints in practice; never grow without bound
+                self._urls.clear()
+            if url.userinfo:  # never on the wire: httpx has turned it into an Authorization header
+                url = url.copy_with(userinfo=b"")
+            found = self._urls[text] = URL(str(url), encoded=True)  # httpx already percent-encoded it
+        return found
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        session = self._session
+        if session is None:
+            session = self._session = self._held.session = self._new_session()
+            self._held.loop = asyncio.get_running_loop()
+        proxy, proxy_auth = self._proxy.for_url(request.url)
+        try:
+            data = request.content  # httpx has already encoded the JSON
+        except httpx.RequestNotRead:
+            data = await request.aread()
+        try:
+            response = await session.request(
+                request.method,
+                self._url(request.url),
+                headers=request.headers.multi_items(),
+                data=data or None,
+                allow_redirects=False,
+                timeout=self._timeout(request.extensions.get("timeout") or {}),
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+            )
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            raise _httpx_error(exc) from exc
+        extensions = _HTTP11 if not response.reason else {**_HTTP11, "reason_phrase": response.reason.encode()}
+        return httpx.Response(
+            response.status,
+            headers=response.raw_headers,
+            stream=AiohttpResponseStream(response),
+            request=request,
+            extensions=extensions,
+        )
+
+    async def aclose(self) -> None:
+        session, self._session, self._held.session = self._session, None, None
+        if session is not None:
+            await session.close()
+
+
+class _Held:
+    """What the finaliser needs of a transport, without keeping the transport alive."""
+
+    __slots__ = ("session", "loop")
+
+    def __init__(self) -> None:
+        self.session: aiohttp.ClientSession | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+
+def _close_now(held: _Held) -> None:
+    """A transport dropped without `aclose()` (an `asyncio.run` that ended with its client
+    open) closes its connections, instead of aiohttp's "Unclosed client session" error when
+    the garbage collector gets to them. On a running loop, `session.close()` is scheduled
+    there (the collector may run in any thread). On an ended loop there is nothing to wait
+    for: the close coroutine is run by hand up to that wait, which it then skips."""
+    session, loop = held.session, held.loop
+    held.session = None
+    if session is None or loop is None or session.closed:
+        return
+    try:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(lambda: loop.create_task(session.close()))
+            return
+        closing = session.close()
+        closing.send(None)
+    except StopIteration:
+        return
+    except Exception:  # noqa: BLE001 - a finaliser has no one to report to
+        return
+    closing.close()
