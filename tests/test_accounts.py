@@ -211,6 +211,31 @@ def test_settings_name_the_variable_and_a_value_that_works():
             AuthSettings.from_env(env)
 
 
+
+@pytest.fixture
+def fresh_auth_settings():
+    accounts.auth_settings.cache_clear()
+    yield accounts.auth_settings
+    accounts.auth_settings.cache_clear()  # the next test reads its own environment
+
+
+def test_a_running_server_reads_its_sign_in_settings_once(monkeypatch, fresh_auth_settings):
+    monkeypatch.setenv("TUTOR_AUTH", "header")
+    monkeypatch.setenv("TUTOR_SESSION_RECHECK", "5")
+    first = fresh_auth_settings()
+    assert (first.mode, first.recheck_s) == ("header", 5)
+    monkeypatch.setenv("TUTOR_AUTH", "anonymous")  # changed under a running server: ignored
+    assert fresh_auth_settings() is first
+    assert identity_for_request(None, {}, "", local_key="abc") is None  # still header mode: no local keys
+    fresh_auth_settings.cache_clear()  # a restart, or a test changing the environment
+    assert fresh_auth_settings().mode == "anonymous"
+    assert identity_for_request(None, {}, "", local_key="abc") == Identity("abc", "", "learner")
+    monkeypatch.setenv("TUTOR_AUTH", "ldap")
+    fresh_auth_settings.cache_clear()
+    for _ in range(2):  # a wrong setting is refused at every read, never remembered
+        with pytest.raises(ValueError, match="TUTOR_AUTH=accounts"):
+            fresh_auth_settings()
+
 def test_cookie_flags_and_reading():
     made = sessions.session_cookie("tok", days=14, secure=False)
     assert "HttpOnly" in made and "SameSite=Lax" in made and "Path=/" in made and "Secure" not in made

@@ -11,7 +11,7 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tutor.llm.config import ConfigError
+from tutor.settings import ConfigError
 from tutor.usage import LimitReached, UsageLimits, UsageSettings, in_words
 
 REDIS_URL = "redis://127.0.0.1:6379/12"  # a database of its own, emptied by each test
@@ -109,19 +109,21 @@ def test_turns_per_minute_refuse_the_next_turn_calmly_and_say_when(make):
 
 
 @settings(max_examples=15, deadline=None)
+async def admitted(limits: UsageLimits, learner: str = "burst") -> bool:
+    """Whether one turn of `learner` gets through."""
+    try:
+        await limits.admit_turn(learner)
+    except LimitReached:
+        return False
+    return True
+
+
 @given(limit=st.integers(1, 20), burst=st.integers(1, 100))
 def test_a_burst_of_concurrent_turns_never_lets_more_than_the_limit_through(limit, burst):
     limits = UsageLimits(UsageSettings(turns_per_minute=limit))
 
-    async def one() -> bool:
-        try:
-            await limits.admit_turn("burst")
-        except LimitReached:
-            return False
-        return True
-
     async def go():
-        return await asyncio.gather(*(one() for _ in range(burst)))
+        return await asyncio.gather(*(admitted(limits) for _ in range(burst)))
 
     assert sum(run(go())) == min(limit, burst)
 
@@ -130,15 +132,8 @@ def test_a_burst_across_two_workers_sharing_redis_never_passes_the_limit():
     _flush_redis()
     workers = [UsageLimits(UsageSettings(turns_per_minute=12, redis_url=REDIS_URL)) for _ in range(2)]
 
-    async def one(limits: UsageLimits) -> bool:
-        try:
-            await limits.admit_turn("burst")
-        except LimitReached:
-            return False
-        return True
-
     async def go():
-        return await asyncio.gather(*(one(workers[i % 2]) for i in range(100)))
+        return await asyncio.gather(*(admitted(workers[i % 2]) for i in range(100)))
 
     try:
         assert sum(run(go())) == 12

@@ -17,7 +17,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import sqlalchemy
 from argon2 import PasswordHasher
@@ -122,6 +122,15 @@ class AuthSettings:
 
     def trusts(self, client_host: str) -> bool:
         return _trusted(self.trusted_proxies, client_host)
+
+
+@cache
+def auth_settings() -> AuthSettings:
+    """AuthSettings.from_env(), read once per process: a tab's every event asks who is
+    signed in, and the environment does not change under a running server (an operator
+    restarts it). A test that changes TUTOR_AUTH* in its own process calls
+    `auth_settings.cache_clear()`. A wrong setting is not cached: it raises each time."""
+    return AuthSettings.from_env()
 
 
 @lru_cache(maxsize=64)
@@ -296,7 +305,7 @@ def identity_for_request(store, headers: Mapping[str, str], client_host: str, *,
                          local_key: str = "", settings: AuthSettings | None = None) -> Identity | None:
     """The signed-in person for an HTTP request or a websocket's headers (cookie, proxy
     header, or the anonymous local key); None when nobody is signed in."""
-    settings = settings or AuthSettings.from_env()
+    settings = settings or auth_settings()
     lowered = {k.lower(): v for k, v in headers.items()}
     if settings.mode == "anonymous":
         key = (local_key or "").strip()[:128]

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import reflex as rx
 
 from tutor import dbfaults
-from tutor.accounts import AuthSettings, Identity, identity_for_request, message_for, safe_next
+from tutor.accounts import Identity, auth_settings, identity_for_request, message_for, safe_next
 from tutor.i18n import localize
 from tutor.runtime import get_engine
 from tutor.settings import LANGUAGE
@@ -42,7 +42,7 @@ class TutorState(rx.State):
     async def identity(self) -> Identity | None:
         """The signed-in person for this tab's connection, or None. Raises
         dbfaults.DatabaseUnavailable when the database cannot say."""
-        settings = AuthSettings.from_env()
+        settings = auth_settings()
         local_key = self.ensure_learner() if settings.mode == "anonymous" else ""
         headers = self.router.headers
         raw = {k.lower(): v for k, v in headers.raw_headers.items()}
@@ -80,7 +80,7 @@ class TutorState(rx.State):
         if self.auth_mode in ("", "anonymous") or not self._signed_in_key:
             return True
         now = time.monotonic()
-        if now - self._checked_at < AuthSettings.from_env().recheck_s:
+        if now - self._checked_at < auth_settings().recheck_s:
             return True
         try:
             who = await self.identity()

@@ -37,7 +37,7 @@ from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
 from tutor.i18n import N_, Phrase
-from tutor.llm.config import ConfigError, EnvReader
+from tutor.settings import ConfigError, EnvReader
 
 __all__ = ["LimitReached", "UsageLimits", "UsageSettings", "in_words"]
 

@@ -11,16 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+# EnvReader and ConfigError live in tutor.settings (the database and usage limits read
+# their numbers with them too); they stay importable from here.
+from tutor.settings import ConfigError, EnvReader
+
 PROVIDERS = ("builtin", "openai", "anthropic")
 STRATEGIES = ("prompt", "json_object", "json_schema")
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 EXAMPLE_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 BUILTIN_MODEL = "builtin-tutor"
 MIN_CONTEXT = 512  # tokens: less cannot hold the system prompt and a reply
-
-
-class ConfigError(ValueError):
-    """Configuration that cannot work; the message says which variable to set."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class LLMSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LLMSettings:
         env = os.environ if env is None else env
-        get = _Env(env)
+        get = EnvReader(env)
         provider = (get.text("TUTOR_LLM_PROVIDER") or "builtin").lower()
         if provider not in PROVIDERS:
             raise ConfigError(
@@ -156,82 +156,3 @@ def _base_url(value: str, provider: str) -> str:
     if provider == "anthropic" and parts.path.endswith("/v1"):
         url = url[: -len("/v1")]  # we call {base}/v1/messages, as Anthropic's SDKs do
     return url
-
-
-class _Env:
-    """Typed reads of environment variables; empty strings count as unset."""
-
-    def __init__(self, env: Mapping[str, str]):
-        self.env = env
-
-    def text(self, name: str) -> str | None:
-        value = self.env.get(name)
-        value = value.strip() if value is not None else None
-        return value or None
-
-    def number(self, name: str, default, *, low: float | None = None, high: float | None = None):
-        raw = self.text(name)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not a number: set e.g. {name}={_example(name)}") from None
-        _check_range(name, raw, value, low, high)
-        return value
-
-    def integer(self, name: str, default, *, low: int | None = None, high: int | None = None):
-        raw = self.text(name)
-        if raw is None:
-            return default
-        try:
-            value = int(raw.replace("_", ""))
-        except ValueError:
-            raise ConfigError(
-                f"{name}={raw!r} is not a whole number: set e.g. {name}={_example(name)}"
-            ) from None
-        _check_range(name, raw, value, low, high)
-        return value
-
-    def flag(self, name: str, *, default: bool = False) -> bool:
-        raw = (self.text(name) or ("1" if default else "0")).lower()
-        if raw in ("1", "true", "yes", "on"):
-            return True
-        if raw in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{name}={raw!r} is not a switch: set {name}=1 or {name}=0")
-
-
-EnvReader = _Env  # for settings outside the model backend's (the safety screen)
-
-
-def _check_range(name: str, raw: str, value: float, low, high) -> None:
-    if (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"at least {low}" if high is None else f"between {low} and {high}"
-        raise ConfigError(f"{name}={raw} is out of range: set {name} to a value {bounds}, "
-                          f"e.g. {name}={_example(name)}")
-
-
-_EXAMPLES = {
-    "TUTOR_SAFETY_MIN_CONFIDENCE": "0.5",
-    "TUTOR_SAFETY_SCREEN_TIMEOUT": "20",
-    "TUTOR_LLM_TEMPERATURE": "0.7",
-    "TUTOR_LLM_MAX_TOKENS": "2048",
-    "TUTOR_LLM_TIMEOUT": "60",
-    "TUTOR_LLM_DEADLINE": "90",
-    "TUTOR_LLM_MAX_RETRIES": "2",
-    "TUTOR_TURN_TOKEN_BUDGET": "16000",
-    "TUTOR_CONVERSATION_TOKEN_BUDGET": "400000",
-    "TUTOR_LLM_CONTEXT": "8192",
-    "TUTOR_PRICE_INPUT_PER_MTOK": "0.15",
-    "TUTOR_PRICE_OUTPUT_PER_MTOK": "0.60",
-    "TUTOR_LLM_MAX_CONNECTIONS": "1000",
-    "TUTOR_TURNS_PER_MINUTE": "12 (0: no limit)",
-    "TUTOR_DAILY_TOKENS": "200000 (0: no limit)",
-    "TUTOR_CONVERSATIONS_PER_DAY": "20 (0: no limit)",
-    "TUTOR_MODEL_CALLS_IN_FLIGHT": "100 (0: no cap)",
-}
-
-
-def _example(name: str) -> str:
-    return _EXAMPLES.get(name, "1")
