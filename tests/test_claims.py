@@ -60,13 +60,20 @@ def test_claims_are_exclusive_until_the_lease_expires(store):
         claims.release(s, view.id, 8, "b")
         s.commit()
     assert claims.holder_of(store, view.id, 8) is None
+    # A renewal still in flight when the reply was stored does not bring the claim back.
+    assert not claims.renew(store, view.id, 8, 30, "b")
+    assert claims.holder_of(store, view.id, 8) is None
+    assert claims.renew(store, view.id, 7, 30, "a") and not claims.renew(store, view.id, 7, 30, "b")
 
 
-def test_two_workers_answer_a_message_once_and_the_waiting_one_shows_that_reply(store):
+@pytest.mark.parametrize("lease_s, delay_s", [(5.0, 1.5), (0.6, 2.0)], ids=["within-the-lease", "renewed-past-it"])
+def test_two_workers_answer_a_message_once_and_the_waiting_one_shows_that_reply(store, lease_s, delay_s):
+    # renewed-past-it: the reply takes three leases; the writing worker keeps its claim by
+    # renewing it, so the waiting one never takes the message over.
     with FakeLLMServer("openai") as slow, FakeLLMServer("openai") as other:
-        slow.default = lambda request: Scripted(200, openai_reply(tutor_json("From worker A.")).body, delay_s=1.5)
+        slow.default = lambda request: Scripted(200, openai_reply(tutor_json("From worker A.")).body, delay_s=delay_s)
         other.default = lambda request: openai_reply(tutor_json("From worker B."))
-        a, b = worker(store, slow, "a"), worker(store, other, "b")
+        a, b = worker(store, slow, "a", lease_s), worker(store, other, "b", lease_s)
         view = asyncio.run(a.open("lee", MODULE))
         opening_calls = len(slow.requests)
 

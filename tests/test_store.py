@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 import sqlalchemy
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel, select
 
-from tutor.settings import database_url
-from tutor.store import Conversation, Learner, Message, Store
+from tutor.settings import ConfigError, database_url
+from tutor.store import Conversation, Learner, Message, Store, db_threads
 
 TABLES = {"learner", "conversation", "message", "progressrecord", "auditevent", "riskevent", "replyclaim",
           "checkattempt", "account", "authsession", "turnreview", "alembic_version"}
@@ -67,3 +68,17 @@ def test_database_url_defaults_to_a_sqlite_file_in_the_data_dir(monkeypatch, tmp
     assert database_url() == f"sqlite:///{tmp_path / 'data' / 'tutor.db'}"
     monkeypatch.setenv("TUTOR_DATABASE_URL", "postgresql://x@h/db")
     assert database_url() == "postgresql://x@h/db"
+
+
+def test_database_threads_default_per_database_and_follow_the_setting():
+    assert db_threads({}) == 8 and db_threads({}, sqlite=True) == 2
+    assert db_threads({"TUTOR_DB_THREADS": " "}, sqlite=True) == 2  # blank counts as unset
+    assert db_threads({"TUTOR_DB_THREADS": "24"}) == 24 and db_threads({"TUTOR_DB_THREADS": "1"}, sqlite=True) == 1
+
+
+@pytest.mark.parametrize("raw", ["many", "2.5", "0", "-3"])
+def test_a_database_thread_count_that_cannot_work_names_the_variable_and_a_value_that_does(raw):
+    with pytest.raises(ConfigError, match=r"TUTOR_DB_THREADS=.*set .*TUTOR_DB_THREADS=8"):
+        db_threads({"TUTOR_DB_THREADS": raw})
+    with pytest.raises(ValueError):  # what the setting raised before: callers catching it still do
+        db_threads({"TUTOR_DB_THREADS": raw}, sqlite=True)

@@ -20,14 +20,16 @@ import socket
 import uuid
 from datetime import timedelta, timezone
 
-from sqlalchemy import bindparam, delete, insert, or_, update
-from sqlalchemy.exc import IntegrityError
+from typing import Any
+
+from sqlalchemy import bindparam, delete, or_, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, func, select
 
 from tutor.dbfaults import DatabaseUnavailable, report
 from tutor.store import Message, ReplyClaim, Store, utcnow
 
-__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "claim_or_answered", "current_holder", "holder_of", "newest_message_id", "release"]
+__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "claim_or_answered", "current_holder", "holder_of", "newest_message_id", "release", "renew"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,17 @@ def claim(store: Store, conversation_id: int, seq: int, lease_s: float, holder: 
         return _claim(s, conversation_id, seq, lease_s, holder or current_holder())
 
 
+def renew(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
+    """Extend our own claim; False once it is gone (our reply stored, or another worker took
+    it over). Never creates one: a renewal still in flight when the reply is stored must
+    not bring the claim back."""
+    with store.session() as s:
+        renewed = s.connection().execute(_RENEW, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder,
+                                                  "b_until": utcnow() + timedelta(seconds=lease_s)}).rowcount
+        s.commit()
+    return bool(renewed)
+
+
 def claim_or_answered(
     store: Store, conversation_id: int, seq: int, lease_s: float, holder: str | None = None
 ) -> tuple[bool, int | None]:
@@ -67,24 +80,39 @@ def claim_or_answered(
     already answered (our claim, if we took one, is dropped); (False, None): another worker
     is writing the reply."""
     holder = holder or current_holder()
-    with store.session() as s:
-        got = _claim(s, conversation_id, seq, lease_s, holder)
+    with store.session() as s:  # one transaction: the claim is seen by others only with its answer
+        got = _take(s, conversation_id, seq, lease_s, holder)
         stored = _reply_id(s, conversation_id, seq)
         if stored is not None and got:
             release(s, conversation_id, seq, holder)
-            s.commit()
             got = False
+        s.commit()
     return got, stored
 
 
 # Built once (tutor.conversations does the same for the turn's hot statements): building
 # and caching statements per call cost more CPU than running them.
 _CLAIMS, _MESSAGES = ReplyClaim.__table__, Message.__table__
-_TAKE = (update(_CLAIMS)
-         .where(_CLAIMS.c.conversation_id == bindparam("b_conv"), _CLAIMS.c.learner_seq == bindparam("b_seq"),
-                or_(_CLAIMS.c.holder == bindparam("b_holder"), _CLAIMS.c.lease_until < bindparam("b_now")))
-         .values(holder=bindparam("b_holder"), lease_until=bindparam("b_until")))
-_NEW = insert(_CLAIMS)
+
+
+def _upsert(dialect_insert: Any) -> Any:
+    """Claim or renew in one statement: insert the claim, or take the row over when it is
+    ours or its lease has expired; no row changes (rowcount 0) while another holds it."""
+    new = dialect_insert(_CLAIMS).values(conversation_id=bindparam("b_conv"), learner_seq=bindparam("b_seq"),
+                                         holder=bindparam("b_holder"), lease_until=bindparam("b_until"),
+                                         created_at=bindparam("b_now"))
+    return new.on_conflict_do_update(
+        index_elements=[_CLAIMS.c.conversation_id, _CLAIMS.c.learner_seq],
+        set_={"holder": new.excluded.holder, "lease_until": new.excluded.lease_until},
+        where=or_(_CLAIMS.c.holder == new.excluded.holder, _CLAIMS.c.lease_until < new.excluded.created_at),
+    )
+
+
+_TAKE = {"sqlite": _upsert(sqlite.insert), "postgresql": _upsert(postgresql.insert)}
+_RENEW = (update(_CLAIMS)
+          .where(_CLAIMS.c.conversation_id == bindparam("b_conv"), _CLAIMS.c.learner_seq == bindparam("b_seq"),
+                 _CLAIMS.c.holder == bindparam("b_holder"))
+          .values(lease_until=bindparam("b_until")))
 _DROP = delete(_CLAIMS).where(_CLAIMS.c.conversation_id == bindparam("b_conv"),
                               _CLAIMS.c.learner_seq == bindparam("b_seq"), _CLAIMS.c.holder == bindparam("b_holder"))
 _REPLY_TO = (select(_MESSAGES.c.id).where(_MESSAGES.c.conversation_id == bindparam("b_conv"),
@@ -96,22 +124,17 @@ _OPENING_REPLY = (select(_MESSAGES.c.id).where(_MESSAGES.c.conversation_id == bi
 
 
 def _claim(s: Session, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
+    taken = _take(s, conversation_id, seq, lease_s, holder)
+    s.commit()
+    return taken
+
+
+def _take(s: Session, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
     now = utcnow()
     until = now + timedelta(seconds=lease_s)
     db = s.connection()
-    taken = db.execute(_TAKE, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder, "b_now": now,
-                               "b_until": until})
-    if taken.rowcount:
-        s.commit()
-        return True
-    try:
-        db.execute(_NEW, {"conversation_id": conversation_id, "learner_seq": seq, "holder": holder,
-                          "lease_until": until, "created_at": now})
-        s.commit()
-    except IntegrityError:  # someone else's live claim
-        s.rollback()
-        return False
-    return True
+    return bool(db.execute(_TAKE[db.dialect.name], {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder,
+                                                    "b_now": now, "b_until": until}).rowcount)
 
 
 def release(session: Session, conversation_id: int, seq: int, holder: str | None = None) -> None:
@@ -146,18 +169,26 @@ def holder_of(store: Store, conversation_id: int, seq: int) -> tuple[str, bool] 
 
 
 class Heartbeat:
-    """Renews a claim every third of its lease while a reply is being written."""
+    """Renews a claim every third of its lease while a reply is being written. Most turns
+    end before the first renewal: until then it is a timer, not a task."""
 
     def __init__(self, store: Store, conversation_id: int, seq: int, lease_s: float, holder: str | None = None) -> None:
         self.store, self.conversation_id, self.seq, self.lease_s = store, conversation_id, seq, lease_s
         self.holder = holder or current_holder()
+        self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task | None = None
 
     async def __aenter__(self) -> Heartbeat:
-        self._task = asyncio.create_task(self._beat())
+        self._timer = asyncio.get_running_loop().call_later(self.lease_s / 3, self._start)
         return self
 
+    def _start(self) -> None:
+        self._timer = None
+        self._task = asyncio.get_running_loop().create_task(self._beat())
+
     async def __aexit__(self, *exc) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -167,14 +198,13 @@ class Heartbeat:
 
     async def _beat(self) -> None:
         while True:
-            await asyncio.sleep(self.lease_s / 3)
             try:
-                renewed = await self.store.run(claim, self.store, self.conversation_id, self.seq, self.lease_s,
+                renewed = await self.store.run(renew, self.store, self.conversation_id, self.seq, self.lease_s,
                                                self.holder)
             except DatabaseUnavailable as fault:  # the next beat tries again
                 report(fault, log, f"conversation {self.conversation_id}: reply claim not renewed")
-                continue
-            if not renewed:
-                log.warning("conversation %s: message %s was taken over by another worker",
-                            self.conversation_id, self.seq)
+                renewed = True
+            if not renewed:  # our reply was just stored, or another worker took over
+                log.info("conversation %s: the claim on message %s is gone", self.conversation_id, self.seq)
                 return
+            await asyncio.sleep(self.lease_s / 3)

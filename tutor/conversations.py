@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import and_, bindparam, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from tutor.contract import Form, TutorResponse
+from tutor import forms
 from tutor.forms import FormInputError, summarize_answers, validate_answers
 from tutor.i18n import Phrase
 from tutor.llm.base import LearnerInput
@@ -84,13 +84,33 @@ _LAST_MESSAGE = (select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam(
 _LAST_TUTOR = (select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
                                       _MESSAGE.c.role == "tutor")
                .order_by(_MESSAGE.c.seq.desc()).limit(1))
-_ANSWERING = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.reply_to_seq)
-              .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
-_MESSAGE_AT = select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
-                                     _MESSAGE.c.seq == bindparam("b_seq"))
 _BY_CLIENT_ID = select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
                                        _MESSAGE.c.client_id == bindparam("b_client"))
 _INSERT_MESSAGE = insert(_MESSAGE)
+_LEARNER, _PROGRESS = Learner.__table__, ProgressRecord.__table__
+_LEARNER_ID = select(_LEARNER.c.id).where(_LEARNER.c.key == bindparam("b_key"))
+_INSERT_LEARNER, _INSERT_CONVERSATION = insert(_LEARNER), insert(_CONVERSATION)
+_ACTIVE = (select(_CONVERSATION.c.id)
+           .where(_CONVERSATION.c.learner_id == bindparam("b_learner"), _CONVERSATION.c.module_id == bindparam("b_module"),
+                  _CONVERSATION.c.status == "active")
+           .order_by(_CONVERSATION.c.updated_at.desc()))
+_ARCHIVE = update(_CONVERSATION).values(status="archived")
+_RESET_PROGRESS = (update(_PROGRESS)
+                   .where(_PROGRESS.c.learner_id == bindparam("b_learner"), _PROGRESS.c.module_id == bindparam("b_module"))
+                   .values(covered_json="[]", milestones_json="[]", updated_at=bindparam("b_now")))
+_LEARNER_PROGRESS = (
+    select(_PROGRESS.c.covered_json, _PROGRESS.c.milestones_json)
+    .select_from(_LEARNER.outerjoin(_PROGRESS, and_(_PROGRESS.c.learner_id == _LEARNER.c.id,
+                                                    _PROGRESS.c.module_id == bindparam("b_module"))))
+    .where(_LEARNER.c.key == bindparam("b_key"))
+)
+_CONVERSATION_STATE = (
+    select(*_CONVERSATION.c, _LEARNER.c.key.label("learner_key"), _PROGRESS.c.covered_json, _PROGRESS.c.milestones_json)
+    .join(_LEARNER, _LEARNER.c.id == _CONVERSATION.c.learner_id)
+    .outerjoin(_PROGRESS, and_(_PROGRESS.c.learner_id == _CONVERSATION.c.learner_id,
+                               _PROGRESS.c.module_id == _CONVERSATION.c.module_id))
+    .where(_CONVERSATION.c.id == bindparam("b_conversation"))
+)
 _SET_FORM_STATES = (update(_MESSAGE).where(_MESSAGE.c.id == bindparam("b_message"))
                     .values(form_states_json=bindparam("b_states")))
 _TOUCH_CONVERSATION = (update(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
@@ -104,34 +124,21 @@ def find_or_create(store: Store, learner_key: str, module_id: str, new: bool) ->
     """The learner's active conversation in a module, or a new one (new=True archives the
     old one and resets the module's progress). Returns (id, created)."""
     with store.session() as s:
-        learner = s.exec(select(Learner).where(Learner.key == learner_key)).first()
-        if learner is None:
-            learner = Learner(key=learner_key)
-            s.add(learner)
-            s.commit()  # its id is known from the insert (expire_on_commit=False): no read back
-        active = s.exec(
-            select(Conversation)
-            .where(
-                Conversation.learner_id == learner.id,
-                Conversation.module_id == module_id,
-                Conversation.status == "active",
-            )
-            .order_by(col(Conversation.updated_at).desc())
-        ).all()
+        db = s.connection()
+        learner_id = db.execute(_LEARNER_ID, {"b_key": learner_key}).scalar()
+        if learner_id is None:
+            learner_id = db.execute(_INSERT_LEARNER, defaults_of(Learner) | {"key": learner_key}).inserted_primary_key[0]
+        active = db.execute(_ACTIVE, {"b_learner": learner_id, "b_module": module_id}).scalars().all()
         if active and not new:
-            return active[0].id or 0, False
-        for conv in active:
-            conv.status = "archived"
-            s.add(conv)
-        if new:
-            record = progress_row(s, learner.id or 0, module_id)
-            record.covered_json, record.milestones_json = "[]", "[]"
-            record.updated_at = utcnow()
-            s.add(record)
-        conv = Conversation(learner_id=learner.id or 0, module_id=module_id)
-        s.add(conv)
+            return active[0], False
+        if active:
+            db.execute(_ARCHIVE.where(_CONVERSATION.c.id.in_(active)))
+        if new:  # a missing record is empty progress already
+            db.execute(_RESET_PROGRESS, {"b_learner": learner_id, "b_module": module_id, "b_now": utcnow()})
+        values = defaults_of(Conversation) | {"learner_id": learner_id, "module_id": module_id}
+        conversation_id = db.execute(_INSERT_CONVERSATION, values).inserted_primary_key[0]
         s.commit()
-        return conv.id or 0, True
+        return conversation_id, True
 
 
 def get_conversation(store: Store, conversation_id: int) -> Conversation:
@@ -176,9 +183,11 @@ def summaries(store: Store, learner_key: str) -> list[ConversationSummary]:
 
 
 def learner_progress(store: Store, learner_key: str, module_id: str) -> ProgressState | None:
+    """The learner's progress in a module (empty if none is recorded), or None for an
+    unknown learner."""
     with store.session(read_only=True) as s:
-        learner = s.exec(select(Learner).where(Learner.key == learner_key)).first()
-        return None if learner is None else load_progress(s, learner.id or 0, module_id)
+        row = s.connection().execute(_LEARNER_PROGRESS, {"b_key": learner_key, "b_module": module_id}).first()
+    return None if row is None else progress_state(row.covered_json or "[]", row.milestones_json or "[]")
 
 
 def history(store: Store, conversation_id: int) -> list[MessageView]:
@@ -191,16 +200,17 @@ def _history(s: Session, conversation_id: int) -> list[MessageView]:
     return [MessageView.from_row(StoredMessage(r)) for r in rows]  # type: ignore[arg-type]
 
 
-def conversation_state(store: Store, conversation_id: int) -> tuple[Conversation, str, ProgressState, list[MessageView]]:
-    """(conversation, learner key, progress, messages) for a page that opens it."""
-    with store.session(read_only=True) as s:
-        conv = s.get(Conversation, conversation_id)
-        if conv is None:
-            raise InputError(Phrase("That conversation does not exist."))
-        learner = s.get(Learner, conv.learner_id)
-        state = load_progress(s, conv.learner_id, conv.module_id)
-        messages = _history(s, conversation_id)
-    return conv, (learner.key if learner else ""), state, messages
+def conversation_state(db: Any, conversation_id: int) -> tuple[Conversation, str, ProgressState, list[MessageView]]:
+    """(conversation, learner key, progress, messages) for a page that opens it, on a
+    connection."""
+    row = db.execute(_CONVERSATION_STATE, {"b_conversation": conversation_id}).mappings().first()
+    if row is None:
+        raise InputError(Phrase("That conversation does not exist."))
+    conv = Conversation(**{name: row[name] for name in _CONVERSATION.c.keys()})
+    state = progress_state(row["covered_json"] or "[]", row["milestones_json"] or "[]")
+    messages = [MessageView.from_row(StoredMessage(r))  # type: ignore[arg-type]
+                for r in db.execute(_HISTORY, {"b_conversation": conversation_id}).mappings()]
+    return conv, row["learner_key"], state, messages
 
 
 # ------------------------------------------------------------------ learner turns
@@ -269,7 +279,7 @@ def _accept_once(
         last_tutor = last if last is None or last.role == "tutor" else _last_tutor(s, conversation_id)
         if learner_input.is_form:
             form_id = learner_input.form_id or ""
-            form = open_form(last_tutor, form_id)
+            form = forms.open_form(last_tutor, form_id)
             if form is None:
                 raise InputError(Phrase("The form {form_id!r} is not open in this conversation.", form_id=form_id))
             try:
@@ -289,7 +299,7 @@ def _accept_once(
             answers, form_id = None, None
         if last_tutor is not None:
             before = last_tutor.form_states_json
-            _close_forms(last_tutor, submitted=form_id, answers=answers)
+            forms.close_forms(last_tutor, submitted=form_id, answers=answers)
             if last_tutor.form_states_json != before:
                 db.execute(_SET_FORM_STATES, {"b_message": last_tutor.id, "b_states": last_tutor.form_states_json})
         row = new_message(
@@ -311,7 +321,7 @@ def skip_form(store: Store, conversation_id: int, form_id: str) -> bool:
     """The learner chose not to answer an open form (it stays on the page as skipped)."""
     with store.session() as s:
         last_tutor = _last_tutor(s, conversation_id)
-        if last_tutor is None or open_form(last_tutor, form_id) is None:
+        if last_tutor is None or forms.open_form(last_tutor, form_id) is None:
             return False
         states = last_tutor.form_states
         states[form_id] = {"status": "skipped"}
@@ -321,19 +331,19 @@ def skip_form(store: Store, conversation_id: int, form_id: str) -> bool:
         return True
 
 
-def pending(store: Store, conversation_id: int) -> PendingTurn | None:
-    """The oldest learner message no reply answers yet (a learner may send again while
-    the tutor is still answering), OPENING for a conversation with no messages, or None."""
-    with store.session(read_only=True) as s:
-        db = s.connection()
-        rows = db.execute(_ANSWERING, {"b_conversation": conversation_id}).all()
-        if not rows:
-            return OPENING
-        seq = first_unanswered(rows)
-        if seq is None:
-            return None
-        row = db.execute(_MESSAGE_AT, {"b_conversation": conversation_id, "b_seq": seq}).mappings().one()
-        return _pending_from_row(StoredMessage(row))
+def read_messages(db: Any, conversation_id: int) -> list[StoredMessage]:
+    """Every message of the conversation in order, on a connection."""
+    return [StoredMessage(row) for row in db.execute(_HISTORY, {"b_conversation": conversation_id}).mappings()]
+
+
+def owed_in(messages: list[StoredMessage]) -> PendingTurn | None:
+    """What the conversation is owed, from its messages in order (read_messages): the
+    oldest learner message no reply answers yet (a learner may send again while the tutor
+    is still answering), OPENING for a conversation with no messages, or None."""
+    if not messages:
+        return OPENING
+    seq = first_unanswered((m.seq, m.role, m.reply_to_seq) for m in messages)
+    return None if seq is None else _pending_from_row(next(m for m in messages if m.seq == seq))
 
 
 def first_unanswered(rows: Iterable[tuple[int, str, int | None]]) -> int | None:
@@ -382,38 +392,5 @@ def _pending_from_row(row: Message | StoredMessage) -> PendingTurn:
     return PendingTurn(row.conversation_id, MessageView.from_row(row), learner_input, prompt_text)  # type: ignore[arg-type]
 
 
-def progress_row(s: Session, learner_id: int, module_id: str) -> ProgressRecord:
-    row = s.exec(
-        select(ProgressRecord).where(ProgressRecord.learner_id == learner_id, ProgressRecord.module_id == module_id)
-    ).first()
-    return row or ProgressRecord(learner_id=learner_id, module_id=module_id)
-
-
-def load_progress(s: Session, learner_id: int, module_id: str) -> ProgressState:
-    row = progress_row(s, learner_id, module_id)
-    return progress_state(row.covered_json, row.milestones_json)
-
-
 def progress_state(covered_json: str, milestones_json: str) -> ProgressState:
     return ProgressState.from_dict({"covered": json.loads(covered_json), "milestones": json.loads(milestones_json)})
-
-
-def open_form(last_tutor: Message | None, form_id: str) -> Form | None:
-    """The form, if the tutor's latest message offered it and it is still open."""
-    if last_tutor is None or not last_tutor.parsed:
-        return None
-    if last_tutor.form_states.get(form_id, {}).get("status") != "open":
-        return None
-    response = TutorResponse.model_validate(last_tutor.parsed)
-    return next((f for f in response.content.forms or [] if f.id == form_id), None)
-
-
-def _close_forms(last_tutor: Message, *, submitted: str | None, answers: Any) -> None:
-    """A learner turn closes the latest message's open forms: the one answered is
-    submitted, the others skipped (typing instead of filling a form is always allowed)."""
-    states = last_tutor.form_states
-    for form_id, state in states.items():
-        if state.get("status") != "open":
-            continue
-        states[form_id] = {"status": "submitted", "answers": answers} if form_id == submitted else {"status": "skipped"}
-    last_tutor.form_states_json = json.dumps(states, ensure_ascii=False)

@@ -20,7 +20,7 @@ from tutor import claims, turn_store
 from tutor import conversations as db
 from tutor import dbfaults
 from tutor import progress as progress_mod
-from tutor import prompts, teaching
+from tutor import mastery, prompts, teaching
 from tutor.contract import ParsedReply
 from tutor.conversations import OPENING, InputError, PendingTurn
 from tutor.llm.base import CompletionRequest, LearnerInput, Provider, TurnContext
@@ -103,7 +103,7 @@ class Engine:
         state = db.learner_progress(self.store, learner_key, module.id)
         if state is None:
             return None
-        return _progress_view(module, teaching.learner_state(self.store, learner_key, module, state), None)
+        return _progress_view(module, mastery.learner_state(self.store, learner_key, module, state), None)
 
     async def view_if_newer(self, conversation_id: int, latest_id: int) -> ConversationView | None:
         """The conversation, if it holds a message newer than `latest_id` (a page that another
@@ -144,7 +144,7 @@ class Engine:
     async def respond(self, pending: PendingTurn, listener: TurnListener | None = None) -> TurnResult:
         async with self._lock(pending.conversation_id), reporting(listener):
             return await self._claimed(
-                pending.conversation_id, pending.learner.seq, lambda: self._respond_to(pending, listener))
+                pending.conversation_id, pending.learner.seq, lambda reads: self._respond_to(pending, listener))
 
     async def respond_pending(
         self, conversation_id: int, listener: TurnListener | None = None
@@ -152,15 +152,16 @@ class Engine:
         """Answer the conversation's oldest unanswered learner message (also after a
         restart cut a turn short), or write the opening turn. None when nothing is owed."""
         async with self._lock(conversation_id), reporting(listener):
-            pending, module_id = await self.store.run(turn_store.owed, self.store, conversation_id)
+            start = await self.store.run(turn_store.begin, self.store, conversation_id, self.lease_s, self.holder)
+            pending = start.pending
             if pending is None:
                 return None
-            module = self.library.get(module_id)
+            module = self.library.get(start.module_id)
             if pending is OPENING:
-                return await self._claimed(conversation_id, claims.OPENING_SEQ, lambda: self._respond(
-                    conversation_id, module, None, frozenset(), listener))
+                return await self._claimed(conversation_id, claims.OPENING_SEQ, lambda reads: self._respond(
+                    conversation_id, module, None, frozenset(), listener, reads=reads), start)
             return await self._claimed(conversation_id, pending.learner.seq,
-                                       lambda: self._respond_to(pending, listener, module))
+                                       lambda reads: self._respond_to(pending, listener, module, reads), start)
 
     def stop(self, conversation_id: int) -> bool:
         """Stop the reply being written in this conversation, if any (the learner's Stop).
@@ -206,19 +207,26 @@ class Engine:
 
     # -------------------------------------------------------------------- internals
 
-    async def _claimed(self, conversation_id: int, seq: int, answer) -> TurnResult:
+    async def _claimed(self, conversation_id: int, seq: int, answer,
+                       start: turn_store.TurnStart | None = None) -> TurnResult:
         """Answer message `seq` only while holding its claim (tutor.claims): another worker
         (another tab, another machine) answering it meanwhile is waited for, and its stored
-        reply returned; a dead worker's claim is taken over once its lease expires."""
+        reply returned; a dead worker's claim is taken over once its lease expires.
+        `start`: the first look, already taken by turn_store.begin (with the turn's reads,
+        handed to `answer`; later tries read again)."""
         while True:
-            got, stored = await self.store.run(
-                claims.claim_or_answered, self.store, conversation_id, seq, self.lease_s, self.holder)
+            if start is not None:
+                got, stored, reads, start = start.got, start.stored, start.reads, None
+            else:
+                got, stored = await self.store.run(
+                    claims.claim_or_answered, self.store, conversation_id, seq, self.lease_s, self.holder)
+                reads = None
             if stored is not None:  # answered while we looked: show that reply
                 return await self.store.run(self._stored_result, conversation_id, stored)
             if got:
                 try:
                     async with claims.Heartbeat(self.store, conversation_id, seq, self.lease_s, self.holder):
-                        return await answer()
+                        return await answer(reads)
                 except claims.ClaimLost:
                     log.warning("conversation %s: reply to %s discarded, another worker answered it",
                                 conversation_id, seq)
@@ -246,7 +254,7 @@ class Engine:
         return TurnResult(learner=learner, reply=reply, progress=view.progress)
 
     async def _respond_to(
-        self, pending: PendingTurn, listener: TurnListener | None, module: Module | None = None
+        self, pending: PendingTurn, listener: TurnListener | None, module: Module | None = None, reads=None,
     ) -> TurnResult:
         if module is None:
             conv = await self.store.run(db.get_conversation, self.store, pending.conversation_id)
@@ -258,11 +266,12 @@ class Engine:
             None if self.provider.name == "builtin" else self.provider, self.settings,
         )
         if screened.answers_with_safety:
-            return await self._safety_turn(pending, module, screened)
+            return await self._safety_turn(pending, module, screened, reads)
         detected = progress_mod.detect_text(module, "\n".join(text for _, text in texts_of(learner_input, learner_input.text or "")))
         if learner_input.is_form:
             detected |= progress_mod.detect_form(module, learner_input.form_id or "", learner_input.answers or {})
-        return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener, screened)
+        return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener, screened,
+                                   reads)
 
     async def _respond(
         self,
@@ -272,10 +281,12 @@ class Engine:
         detected: frozenset[str],
         listener: TurnListener | None,
         screened: TurnScreen | None = None,
+        reads: tuple[turn_store.TurnInputs, mastery.CheckHistory] | None = None,
     ) -> TurnResult:
-        # Callers hold self._lock(conversation_id).
+        # Callers hold self._lock(conversation_id) and the message's claim; `reads`: taken with it.
         upto = pending.learner.seq if pending else None
-        inputs, checks = await self.store.run(turn_store.turn_reads, self.store, conversation_id, module.id, upto)
+        inputs, checks = reads or await self.store.run(
+            turn_store.turn_reads, self.store, conversation_id, upto)
         # Checks judged, passages found, the check to ask (tutor.teaching); the learner's
         # evidence counted, milestones left for the reply to celebrate.
         plan = await teaching.prepare(self.store, self.provider, self.settings, module, conversation_id,
@@ -327,17 +338,19 @@ class Engine:
             operator_message=result.operator_message,
         )
 
-    async def _safety_turn(self, pending: PendingTurn, module: Module, screened: TurnScreen) -> TurnResult:
+    async def _safety_turn(self, pending: PendingTurn, module: Module, screened: TurnScreen,
+                           reads: tuple[turn_store.TurnInputs, mastery.CheckHistory] | None = None) -> TurnResult:
         """The author's safety reply, at once and with no model call; progress untouched.
-        The flags go to the review list with their evidence (offsets and hashes)."""
+        The flags go to the review list with their evidence (offsets and hashes). `reads`:
+        the turn's reads, if taken with its claim (turn_store.begin)."""
         if screened.problem:
             log.warning("safety screen failed closed in conversation %s: %s", pending.conversation_id,
                         screened.problem)
         log.info("safety reply in conversation %s: %s", pending.conversation_id, screened.turn_flags())
         upto = pending.learner.seq
-        inputs = await self.store.run(turn_store.turn_inputs, self.store, pending.conversation_id, module.id, upto)
-        state = await self.store.run(teaching.with_mastery, self.store, pending.conversation_id, module, inputs.progress)
-        update = progress_mod.reconcile(module, state)
+        inputs, checks = reads or await self.store.run(
+            turn_store.turn_reads, self.store, pending.conversation_id, upto)
+        update = progress_mod.reconcile(module, mastery.with_scores(module, inputs.progress, checks.scored))
         response = safety_reply(self.library.safety_for(module.id), screened, module.language)
         risks = turn_store.risk_rows(pending, module, screened)
         reply = await self._keep(
@@ -377,9 +390,9 @@ class Engine:
         return result
 
     def _view(self, conversation_id: int) -> ConversationView:
-        conv, learner_key, state, messages = db.conversation_state(self.store, conversation_id)
+        conv, learner_key, state, messages, scored = turn_store.view_state(self.store, conversation_id)
         module = self.library.get(conv.module_id)
-        state = teaching.with_mastery(self.store, conversation_id, module, state)
+        state = mastery.with_scores(module, state, scored)
         unanswered = db.first_unanswered((m.seq, m.role, m.reply_to_seq) for m in messages)
         return ConversationView(
             id=conversation_id,

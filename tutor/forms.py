@@ -1,4 +1,5 @@
-"""Checking a learner's form answers against the form that was offered. One place for it.
+"""Checking a learner's form answers against the form that was offered, and which forms of
+a tutor message are still open. One place for it.
 
 The browser checks too (required, min/max, options), but only this check counts: a
 tampered submission (unknown field, value outside the options) is refused here.
@@ -6,10 +7,11 @@ tampered submission (unknown field, value outside the options) is refused here.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
-from tutor.contract import Form, FormField
+from tutor.contract import Form, FormField, TutorResponse
 from tutor.i18n import Phrase, translator
 
 MAX_ANSWER_CHARS = 2000
@@ -132,3 +134,25 @@ def display_value(field: FormField, value: Any) -> str:
 
 def _fmt(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def open_form(last_tutor: Any, form_id: str) -> Form | None:
+    """The form, if the tutor's latest message (a stored Message) offered it and it is
+    still open."""
+    if last_tutor is None or not last_tutor.parsed:
+        return None
+    if last_tutor.form_states.get(form_id, {}).get("status") != "open":
+        return None
+    response = TutorResponse.model_validate(last_tutor.parsed)
+    return next((f for f in response.content.forms or [] if f.id == form_id), None)
+
+
+def close_forms(last_tutor: Any, *, submitted: str | None, answers: Any) -> None:
+    """A learner turn closes the latest message's open forms: the one answered is
+    submitted, the others skipped (typing instead of filling a form is always allowed)."""
+    states = last_tutor.form_states
+    for form_id, state in states.items():
+        if state.get("status") != "open":
+            continue
+        states[form_id] = {"status": "submitted", "answers": answers} if form_id == submitted else {"status": "skipped"}
+    last_tutor.form_states_json = json.dumps(states, ensure_ascii=False)

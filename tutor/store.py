@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -18,7 +16,8 @@ import sqlalchemy
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from tutor import dbfaults
-from tutor.settings import REPO_ROOT, database_url
+from tutor.db_workers import Workers
+from tutor.settings import REPO_ROOT, EnvReader, database_url
 
 ALEMBIC_INI = REPO_ROOT / "alembic.ini"
 
@@ -245,16 +244,10 @@ T = TypeVar("T")
 
 def db_threads(env: Any = None, *, sqlite: bool = False) -> int:
     """TUTOR_DB_THREADS: database calls one process runs at once (threads, and the pooled
-    connections they use)."""
-    raw = ((os.environ if env is None else env).get("TUTOR_DB_THREADS") or "").strip()
-    try:
-        count = int(raw) if raw else DEFAULT_SQLITE_THREADS if sqlite else DEFAULT_DB_THREADS
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ValueError(f"TUTOR_DB_THREADS={raw!r} is not a positive whole number: set e.g. "
-                         f"TUTOR_DB_THREADS={DEFAULT_DB_THREADS}")
-    return count
+    connections they use). A value that is not a whole number of at least 1 raises
+    ConfigError (a ValueError) naming the variable and a value that works."""
+    default = DEFAULT_SQLITE_THREADS if sqlite else DEFAULT_DB_THREADS
+    return EnvReader(os.environ if env is None else env).integer("TUTOR_DB_THREADS", default, low=1)
 
 
 class Store:
@@ -277,16 +270,13 @@ class Store:
         for engine in (self.engine, self._reader) if self._reader is not None else ():
             sqlalchemy.event.listen(engine.pool, "checkin", _note_checkin)
             sqlalchemy.event.listen(engine.pool, "checkout", functools.partial(_ping_if_idle, engine))
-        self._executor: ThreadPoolExecutor | None = None
+        self._workers = Workers(self.threads, "tutor-db")
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """`fn(*args, **kwargs)` in one of the store's threads (asyncio.to_thread, but on a
-        pool sized to the database's: the loop's default executor has cores + 4 threads,
-        six here, and 200 learners' calls queued behind them)."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="tutor-db")
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        """`fn(*args, **kwargs)` in one of the store's threads (asyncio.to_thread, but on
+        threads sized to the database's pool: the loop's default executor has cores + 4
+        threads, six here, and 200 learners' calls queued behind them)."""
+        return await self._workers.run(functools.partial(contextvars.copy_context().run, fn, *args, **kwargs))
 
     @contextmanager
     def session(self, *, read_only: bool = False) -> Iterator[Session]:
@@ -320,9 +310,7 @@ class Store:
         SQLModel.metadata.create_all(self.engine)
 
     def dispose(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+        self._workers.shutdown()
         self.engine.dispose()
         if self._reader is not None:
             self._reader.dispose()

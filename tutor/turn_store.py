@@ -18,8 +18,8 @@ from sqlalchemy import and_, bindparam, insert, update
 from sqlmodel import Session, func, select
 
 from tutor.contract import TutorResponse
-from tutor import conversations, teaching
-from tutor.conversations import PendingTurn, defaults_of, new_message, progress_state
+from tutor import claims, conversations, mastery
+from tutor.conversations import OPENING, PendingTurn, defaults_of, new_message, progress_state
 from tutor.modules import Module
 from tutor.risk.turn import FAILED_LABEL, TurnScreen
 from tutor.llm.base import ChatMessage
@@ -28,7 +28,8 @@ from tutor.progress import ProgressState
 from tutor.store import AuditEvent, CheckAttempt, Conversation, Message, ProgressRecord, RiskEvent, Store, utcnow
 from tutor.views import MessageView
 
-__all__ = ["UNSHOWN_REPLY", "TurnInputs", "model_memory", "owed", "risk_rows", "store_reply", "turn_inputs", "turn_reads"]
+__all__ = ["UNSHOWN_REPLY", "TurnInputs", "TurnStart", "begin", "model_memory", "risk_rows", "store_reply",
+           "turn_inputs", "turn_reads", "view_state"]
 
 # What the model reads in place of a reply that could not be shown as a lesson: short,
 # honest, and in the shape the model is asked to write.
@@ -48,7 +49,7 @@ _TURN_STATE = (
            select(func.coalesce(func.sum(_AUDIT.c.tokens_in + _AUDIT.c.tokens_out), 0))
            .where(_AUDIT.c.conversation_id == _CONVERSATION.c.id).scalar_subquery().label("tokens"))
     .outerjoin(_PROGRESS, and_(_PROGRESS.c.learner_id == _CONVERSATION.c.learner_id,
-                               _PROGRESS.c.module_id == bindparam("b_module")))
+                               _PROGRESS.c.module_id == _CONVERSATION.c.module_id))
     .where(_CONVERSATION.c.id == bindparam("b_conversation"))
 )
 _TOUCH_CONVERSATION = (update(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
@@ -71,14 +72,25 @@ class TurnInputs:
     tokens_used: int  # by this conversation so far (budgets)
 
 
-def turn_inputs(store: Store, conversation_id: int, module_id: str, upto: int | None) -> TurnInputs:
+def turn_inputs(store: Store, conversation_id: int, upto: int | None) -> TurnInputs:
     """Everything said before learner message `upto` (and replies to earlier messages that
     were stored after it); never that message or later learner messages."""
     with store.session(read_only=True) as s:
         db = s.connection()
-        found = db.execute(_TURN_STATE, {"b_conversation": conversation_id, "b_module": module_id}).mappings().first()
-        assert found is not None
+        found = _turn_state(db, conversation_id)
         rows = db.execute(_MEMORY, {"b_conversation": conversation_id}).all()
+    return _inputs(found, rows, upto)
+
+
+def _turn_state(db: Any, conversation_id: int) -> Any:
+    found = db.execute(_TURN_STATE, {"b_conversation": conversation_id}).mappings().first()
+    assert found is not None
+    return found
+
+
+def _inputs(found: Any, rows: Iterable[Any], upto: int | None) -> TurnInputs:
+    """TurnInputs from the turn's state row and the conversation's messages in order
+    (rows with seq, role, text, reply_to_seq and parsed_json)."""
     conv = Conversation(**{name: found[name] for name in _CONVERSATION.c.keys()})
     before = progress_state(found["covered"] or "[]", found["milestones"] or "[]")
     tokens_used = found["tokens"]
@@ -199,17 +211,54 @@ def _audit_values(conversation_id: int, message_id: int | None, attempt: Any) ->
     )
 
 
-def owed(store: Store, conversation_id: int) -> tuple[Any, str]:
-    """What the conversation is owed (conversations.pending) and its module, in one trip."""
-    pending = conversations.pending(store, conversation_id)
-    if pending is None:
-        return None, ""
-    return pending, conversations.get_conversation(store, conversation_id).module_id
-
-
-def turn_reads(store: Store, conversation_id: int, module_id: str, upto: int | None):
+def turn_reads(store: Store, conversation_id: int, upto: int | None):
     """A turn's reads in one database trip: what the model reads, and the checks so far."""
-    return turn_inputs(store, conversation_id, module_id, upto), teaching.read_history(store, conversation_id, upto)
+    return turn_inputs(store, conversation_id, upto), mastery.read_history(store, conversation_id, upto)
+
+
+@dataclass(frozen=True)
+class TurnStart:
+    """What `begin` found: the message owed (a PendingTurn, OPENING, or None when nothing
+    is), its module, whether its claim is ours, the id of a reply already stored for it,
+    and, when the claim is ours, the turn's reads (turn_reads), good while it is held."""
+    pending: Any
+    module_id: str = ""
+    got: bool = False
+    stored: int | None = None
+    reads: tuple[TurnInputs, mastery.CheckHistory] | None = None
+
+
+def begin(store: Store, conversation_id: int, lease_s: float, holder: str) -> TurnStart:
+    """A turn's first trip to the database's threads: what is owed (the oldest unanswered
+    learner message, or the opening), its reply claim (claims.claim_or_answered) and what
+    the model reads (turn_reads). One trip and five statements where three trips took ten:
+    at 200 learners the hand-overs to a thread and the statements cost more CPU than the
+    rest of the turn. The reads come before the claim: whatever is stored meanwhile comes
+    with a reply to this very message, which the claim's own check finds."""
+    with store.session(read_only=True) as s:
+        db = s.connection()
+        messages = conversations.read_messages(db, conversation_id)
+        found = _turn_state(db, conversation_id)
+        scored = mastery.read_scores(db, conversation_id)
+    pending = conversations.owed_in(messages)
+    if pending is None:
+        return TurnStart(None)
+    seq = claims.OPENING_SEQ if pending is OPENING else pending.learner.seq
+    got, stored = claims.claim_or_answered(store, conversation_id, seq, lease_s, holder)
+    if not got:
+        return TurnStart(pending, found["module_id"], got, stored)
+    upto = None if pending is OPENING else seq
+    checks = mastery.check_history(((m.seq, m.form_states_json) for m in messages if m.role == "tutor"), scored, upto)
+    return TurnStart(pending, found["module_id"], got, stored, (_inputs(found, messages, upto), checks))
+
+
+def view_state(store: Store, conversation_id: int) -> tuple[Conversation, str, ProgressState, list[MessageView],
+                                                             list[tuple[str, int | None]]]:
+    """A page's view of a conversation in one session: conversations.conversation_state
+    and the judged scores (mastery)."""
+    with store.session(read_only=True) as s:
+        db = s.connection()
+        return (*conversations.conversation_state(db, conversation_id), mastery.read_scores(db, conversation_id))
 
 
 def risk_rows(pending: PendingTurn, module: Module, screened: TurnScreen) -> list[RiskEvent]:

@@ -22,10 +22,11 @@ from typing import Any
 
 from tutor.contract import TutorResponse
 from tutor.llm.base import LearnerInput, Provider
-from tutor.llm.config import ConfigError, EnvReader, LLMSettings
+from tutor.llm.config import LLMSettings
 from tutor.llm.policy import AttemptRecord
 from tutor.risk.config import SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
+from tutor.settings import ConfigError, EnvReader
 
 __all__ = ["FAILED_LABEL", "SafetySettings", "ScreenedFlag", "TurnScreen", "safety_reply", "screen_turn"]
 
