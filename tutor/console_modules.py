@@ -154,7 +154,7 @@ def _aware(moment: datetime) -> datetime:
 
 def _mastery(s: Any, module: Module | None, module_id: str | None) -> dict[int, tuple[str, ...]]:
     """Learner id -> topics mastered in their active conversation in the module (the newest
-    one, as tutor.teaching.learner_state reads it)."""
+    one, as tutor.mastery.learner_state reads it)."""
     query = (select(Conversation.learner_id, Conversation.id, CheckAttempt.check_id, CheckAttempt.score)
              .join(CheckAttempt, col(CheckAttempt.conversation_id) == Conversation.id)
              .where(Conversation.status == "active", Conversation.module_id == module_id)

@@ -1,8 +1,8 @@
 """What the page shows for one message, as plain data: every model string already turned
 into safe HTML by the one markdown renderer, or kept as plain text that the page prints
 as text. The web state holds these; components render them. No Reflex here, so it is
-tested like the rest of the core. (Progress and module cards: tutor.progress_display,
-re-exported here.)"""
+tested like the rest of the core. (Progress and module cards: tutor.progress_display;
+where an unreadable reply is cut: tutor.fallback; both re-exported here.)"""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from tutor.contract import Form, TutorResponse, is_safe_media_src
 from tutor.contract.extract import clean
+from tutor.fallback import FALLBACK_CHARS, FALLBACK_SLACK, split_fallback  # noqa: F401 (re-exported)
 from tutor.forms import answer_lines
 from tutor.i18n import N_, Translator, translator
 from tutor.markdown import render, render_inline
@@ -26,10 +27,6 @@ from tutor.views import MessageView
 INVALID_NOTICE = N_("The tutor's reply couldn't be read as a structured lesson, so it is shown as plain text.")
 MEDIA_UNAVAILABLE = N_("This media could not be shown.")
 WITHHELD_MEDIA = N_("A media item was left out because its source is not allowed.")
-# An unreadable reply shows its first ~1,200 characters (a screenful) at once; the rest
-# waits behind "Show the rest". A reply at most FALLBACK_SLACK longer is shown whole.
-FALLBACK_CHARS = 1200
-FALLBACK_SLACK = 300
 # What one reply may put on the page (tables and HTML: tutor.markdown, over the whole message).
 MAX_BLOCKS, MAX_MEDIA, MAX_QUOTES, MAX_SUGGESTIONS = 60, 10, 10, 8
 MORE_BLOCKS = N_("(the rest of this reply is too long to show)")
@@ -199,73 +196,6 @@ def message_item(view: MessageView, language: str | None = None) -> MessageItem:
         milestone=(meta.progress.milestone or "") if meta.progress else "",
         plain=_plain(" ".join(b.content for b in content.text_blocks)),
     )
-
-
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_RULE_OR_UNDERLINE = re.compile(r" {0,3}(?:-+|=+|\*+|_+)\s*$")
-_TABLE_DELIMITER = re.compile(r"\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
-
-
-def split_fallback(text: str, limit: int = FALLBACK_CHARS) -> tuple[str, str]:
-    """(what a fallback shows at once, the rest behind "Show the rest"); rest is "" when the
-    text is short enough to show whole.
-
-    The cut is the last paragraph break before `limit`, else the last line break outside a
-    code fence or table, else a line break inside one: the fence is closed and opened again
-    in the rest, a table's header is repeated there, so both halves render alike. Each only
-    if it keeps at least half of `limit`; failing all, the last space, and only a run
-    without any space is cut mid-word. Nothing is lost: shown + rest hold every character
-    of `text` (plus, at most, the repeated fence or table header).
-    """
-    if len(text) <= limit + FALLBACK_SLACK:
-        return text, ""
-    lowest = limit // 2
-    paragraph = line = None  # the best cut positions so far (line starts)
-    inside: tuple[int, str, str] | None = None  # (position, closing text, reopening text)
-    fence = opener = header = ""  # the open fence's marker and first line; a table's header
-    pos, previous = 0, ""
-    for current in text.splitlines(keepends=True):
-        if pos > limit:
-            break
-        row = _table_row(current)
-        if header and not row:
-            header = ""
-        if pos >= lowest:
-            if fence:
-                inside = (pos, fence + "\n", opener)
-            elif header:
-                inside = (pos, "", header)
-            elif not previous.strip() and current.strip():
-                paragraph = pos
-            elif not (_table_row(previous) and row) and not _RULE_OR_UNDERLINE.match(current):
-                line = pos
-        match = _FENCE.match(current)
-        if not fence and match:
-            fence, opener = match.group(1), current
-        elif fence and _closes(current, fence):
-            fence = ""
-        elif not fence and row and _table_row(previous) and _TABLE_DELIMITER.match(current):
-            header = previous + current
-        pos += len(current)
-        previous = current
-    for cut in (paragraph, line):
-        if cut is not None:
-            return text[:cut], text[cut:]
-    if inside is not None:
-        cut, closing, reopening = inside
-        return text[:cut] + closing, reopening + text[cut:]
-    space = text.rfind(" ", lowest, limit)
-    cut = space if space > 0 else limit
-    return text[:cut].rstrip(), text[cut:].lstrip()
-
-
-def _closes(line: str, fence: str) -> bool:
-    mark = line.strip()
-    return bool(mark) and set(mark) == {fence[0]} and len(mark) >= len(fence)
-
-
-def _table_row(line: str) -> bool:
-    return line.lstrip().startswith("|")
 
 
 def block_item(kind: str, content: str, level: int | None = None, budget: dict | None = None) -> BlockItem:

@@ -150,18 +150,27 @@ class Module(_Strict):
         self.milestones = sorted(set(self.milestones))
         return self
 
-    # Plain properties, not cached: a cached value would survive model_copy(update=...).
+    # Read a few dozen times a turn. Kept with the phases they were made from: a copy with
+    # other phases (model_copy(update=...)) makes its own; modules are read-only once loaded.
+    _derived: dict[str, tuple[list[Phase], tuple]] = PrivateAttr(default_factory=dict)
+
+    def _from_phases(self, name: str, build) -> tuple:
+        cached = self._derived.get(name)
+        if cached is None or cached[0] is not self.phases:
+            cached = self._derived[name] = (self.phases, tuple(build()))
+        return cached[1]
+
     @property
-    def topics(self) -> list[Topic]:
-        return [t for s in self.sections for t in s.topics]
+    def topics(self) -> tuple[Topic, ...]:
+        return self._from_phases("topics", lambda: (t for s in self.sections for t in s.topics))
 
     @property
     def topic_ids(self) -> tuple[str, ...]:
-        return tuple(t.id for t in self.topics)
+        return self._from_phases("topic_ids", lambda: (t.id for t in self.topics))
 
     @property
-    def sections(self) -> list[Section]:
-        return [s for p in self.phases for s in p.sections]
+    def sections(self) -> tuple[Section, ...]:
+        return self._from_phases("sections", lambda: (s for p in self.phases for s in p.sections))
 
     def topic(self, topic_id: str) -> Topic | None:
         return next((t for t in self.topics if t.id == topic_id), None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,22 +122,32 @@ def _phrase(text: str) -> str:
 
 
 # Folding every phrase on every turn cost ~1.6 ms of CPU per turn (benchmarks/load_bench):
-# computed once per loaded module object (modules are read-only once loaded).
-_PHRASES: dict[int, tuple[Module, dict[str, tuple[str, ...]]]] = {}
+# what is derived from a module's topics is computed once per loaded module object
+# (modules are read-only once loaded).
+_PER_MODULE: dict[tuple[str, int], tuple[Module, Any]] = {}
+
+
+def _per_module(name: str, module: Module, build: Callable[[Module], Any]) -> Any:
+    cached = _PER_MODULE.get((name, id(module)))
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    if len(_PER_MODULE) > 128:  # modules reloaded many times (tests): forget the old ones
+        _PER_MODULE.clear()
+    value = build(module)
+    _PER_MODULE[(name, id(module))] = (module, value)
+    return value
 
 
 def topic_phrases(module: Module) -> dict[str, tuple[str, ...]]:
     """topic id -> normalized phrases (title, keywords, aliases) that show engagement."""
-    cached = _PHRASES.get(id(module))
-    if cached is not None and cached[0] is module:
-        return cached[1]
+    return _per_module("phrases", module, _topic_phrases)
+
+
+def _topic_phrases(module: Module) -> dict[str, tuple[str, ...]]:
     phrases = {}
     for topic in module.topics:
         found = (_phrase(p) for p in (topic.title, *topic.keywords, *topic.aliases))
         phrases[topic.id] = tuple(dict.fromkeys(p for p in found if p))
-    if len(_PHRASES) > 64:  # modules reloaded many times (tests): forget the old ones
-        _PHRASES.clear()
-    _PHRASES[id(module)] = (module, phrases)
     return phrases
 
 
@@ -145,15 +155,41 @@ def detect_text(module: Module, text: str | None) -> set[str]:
     """Topic ids whose title, keywords or aliases appear in `text` as whole words/phrases."""
     if not text:
         return set()
-    haystack = f" {_phrase(text)} "
+    found = words(text)
+    haystack, present = f" {' '.join(found)} ", set(found)
     hits = set()
-    for topic_id, phrases in topic_phrases(module).items():
-        for phrase in phrases:
-            needle = phrase if _UNSPACED.search(phrase) else f" {phrase} "
-            if needle in haystack:
+    for topic_id, needles in _needles(module):
+        for first, needle in needles:
+            # A phrase of one word is in the text when that word is; a longer one only if
+            # its first word is (checked first: a set lookup instead of a text search).
+            if first in present and (needle is None or needle in haystack):
+                hits.add(topic_id)
+                break
+            if first is None and needle in haystack:  # a script written without spaces
                 hits.add(topic_id)
                 break
     return hits
+
+
+def _needles(module: Module) -> list[tuple[str, list[tuple[str | None, str | None]]]]:
+    """Per topic, (first word, text to find) for each phrase: (word, None) for a one-word
+    phrase, (None, phrase) for one in a script without spaces. Once per module object."""
+    return _per_module("needles", module, _find_needles)
+
+
+def _find_needles(module: Module) -> list[tuple[str, list[tuple[str | None, str | None]]]]:
+    out = []
+    for topic_id, phrases in topic_phrases(module).items():
+        needles: list[tuple[str | None, str | None]] = []
+        for phrase in phrases:
+            if _UNSPACED.search(phrase):
+                needles.append((None, phrase))
+            elif " " in phrase:
+                needles.append((phrase.split(" ", 1)[0], f" {phrase} "))
+            else:
+                needles.append((phrase, None))
+        out.append((topic_id, needles))
+    return out
 
 
 def _filled(answers: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import reflex as rx
 
-from tutor import dbfaults, settings
+from tutor import dbfaults
 from tutor.auth_state import TutorState
+from tutor.chat_history import message_items, open_forms, read_conversation
 from tutor.chat_sending import ChatSending
 from tutor.contract import Form
 from tutor.display import (
@@ -25,7 +26,6 @@ from tutor.display import (
     MessageItem,
     ProgressItem,
     answer_lines,
-    closed_forms,
     message_item,
     progress_item,
 )
@@ -34,6 +34,7 @@ from tutor.engine import InputError
 from tutor.i18n import N_, supported, translator
 from tutor.live import PagePreview, empty_slots, stream_vars
 from tutor.modules import ModuleNotServable, public_problem
+from tutor.page_words import page_word, start_page_words  # noqa: F401 (start_page_words: re-exported)
 from tutor.progress_display import CompletionItem, completion_item
 from tutor.runtime import get_engine
 from tutor.views import ConversationView, MessageView, ProgressView, TurnResult
@@ -108,20 +109,26 @@ class ChatState(ChatSending, TutorState):
 
     async def _start_loading(self):
         module_id = _query_param(str(self.router.url), "module")
-        self._reset_view()
-        self.module_id = module_id
+        # A reload of the conversation on show keeps its messages until they are read again
+        # (no blank page in between); anything else starts from an empty page.
+        shown = (self.module_id, self._opening_key) if self.conversation_id and not self.load_error else None
         try:
             engine = get_engine()
             key, away = await self.signed_in_learner()
+            self._reset_view(keep_messages=away is None and shown == (module_id, key))
+            self.module_id = module_id
             if away is not None:
                 return away
             module = engine.library.get(module_id)
         except ModuleNotServable as exc:
+            self._reset_view()
             self.load_error = public_problem(str(exc), engine.library.directory) or \
                 self._t("There is no module called {module!r}.", module=module_id)
             self.loaded = True
             return None
         except dbfaults.DatabaseUnavailable as fault:
+            self._reset_view()
+            self.module_id = module_id
             self._unavailable(fault, module_id)
             return None
         self._set_language(module.language)
@@ -134,7 +141,7 @@ class ChatState(ChatSending, TutorState):
         async with self:
             key, module_id, language = self._opening_key, self.module_id, self.language
         try:
-            view, items = await _read_conversation(key, module_id, language)
+            view, items = await read_conversation(key, module_id, language)
         except dbfaults.DatabaseUnavailable as fault:
             async with self:
                 if (self.module_id, self._opening_key, self.loaded) == (module_id, key, False):
@@ -153,8 +160,8 @@ class ChatState(ChatSending, TutorState):
         away = await self._start_loading()
         if away is None and not self.loaded:
             try:
-                away = self._show_conversation(*await _read_conversation(self._opening_key, self.module_id,
-                                                                         self.language))
+                away = self._show_conversation(*await read_conversation(self._opening_key, self.module_id,
+                                                                        self.language))
             except dbfaults.DatabaseUnavailable as fault:
                 self._unavailable(fault, self.module_id)
         return away
@@ -185,13 +192,14 @@ class ChatState(ChatSending, TutorState):
         if found != self.language:
             self.language, self.ui = found, translator(found).page_strings()
 
-    def _reset_view(self) -> None:
+    def _reset_view(self, keep_messages: bool = False) -> None:
         self.load_error = ""
         self.loaded = False
-        self.module_title = ""
-        self.conversation_id = 0
-        self.progress = ProgressItem()
-        self._show_history([])
+        if not keep_messages:
+            self.module_title = ""
+            self.conversation_id = 0
+            self.progress = ProgressItem()
+            self._show_history([])
         self.thinking = False
         self.input_error = self.operator_notice = self.announcement = self.milestone = ""
         self.completion, self.confirm_restart = CompletionItem(), False
@@ -201,8 +209,8 @@ class ChatState(ChatSending, TutorState):
 
     def _show_history(self, messages: list[MessageView], items: list[MessageItem] | None = None) -> None:
         """Everything stored, with each form's status as stored; live buckets emptied.
-        `items`: the messages already rendered (off the event loop, _render)."""
-        self.history = items if items is not None else _render(messages, self.language)
+        `items`: the messages already rendered (off the event loop, message_items)."""
+        self.history = items if items is not None else message_items(messages, self.language)
         self.history_forms = {}
         for i in range(LIVE_BUCKETS):
             if getattr(self, f"live_{i}"):
@@ -213,7 +221,7 @@ class ChatState(ChatSending, TutorState):
         self._latest_id = max((m.id for m in messages), default=0)
         latest = next((m for m in reversed(messages) if m.role == "tutor"), None)
         self.latest_tutor_id = latest.id if latest else 0
-        self._latest_forms = _open_forms(latest) if latest else {}
+        self._latest_forms = open_forms(latest) if latest else {}
 
     @rx.event(background=True)
     async def respond(self):
@@ -246,9 +254,9 @@ class ChatState(ChatSending, TutorState):
                 caught_up = await engine.view_if_newer(conversation_id, self._latest_id)
             # Rendered here, off the tab's lock and the event loop (markdown, tables).
             if result is not None:
-                items = await asyncio.to_thread(_render, [result.reply], language)
+                items = await asyncio.to_thread(message_items, [result.reply], language)
             elif caught_up is not None:
-                items = await asyncio.to_thread(_render, caught_up.messages, language)
+                items = await asyncio.to_thread(message_items, caught_up.messages, language)
             async with self:
                 self._end_preview(preview)
                 if conversation_id != self.conversation_id:
@@ -288,7 +296,7 @@ class ChatState(ChatSending, TutorState):
         self._append(item)
         self.latest_tutor_id = reply.id
         self._latest_bucket = self._bucket
-        self._latest_forms = _open_forms(reply)
+        self._latest_forms = open_forms(reply)
         self._set_progress(result.progress, celebrate=True)
         # result.operator_message (addresses, variables, upstream errors) is the operator's:
         # the engine logged it; the learner's reply already says, calmly, what happened.
@@ -368,23 +376,6 @@ class ChatState(ChatSending, TutorState):
         return rx.set_focus("message")
 
 
-async def _read_conversation(key: str, module_id: str, language: str) -> tuple[ConversationView, list[MessageItem]]:
-    """The learner's conversation in the module (made if new), its history rendered in a
-    worker thread: a long conversation's markdown never holds up the event loop."""
-    view = await get_engine().open(key, module_id, defer_opening=True)
-    return view, await asyncio.to_thread(_render, view.messages, language)
-
-
-def _render(messages: list[MessageView], language: str) -> list[MessageItem]:
-    return [message_item(m, language) for m in messages]
-
-
-def _open_forms(view: MessageView) -> dict[str, dict]:
-    closed = {key.partition("-")[2] for key in closed_forms(view)}
-    forms = ((view.response or {}).get("content") or {}).get("forms") or []
-    return {f["id"]: f for f in forms if isinstance(f, dict) and f.get("id") not in closed}
-
-
 def _query_param(url: str, name: str) -> str:
     values = parse_qs(urlsplit(url).query).get(name) or [""]
     return values[0].strip()
@@ -398,20 +389,8 @@ def live_buckets() -> list[tuple[rx.Var, rx.Var]]:
     ]
 
 
-_PAGE_WORDS = frozenset(translator("en").page_strings())
-
-
 def ui(msgid: str, words: rx.Var | None = None) -> rx.Var[str]:
     """The chat page's word for `msgid` in the module's language (a `page` msgid of the
     catalogues, tutor/locales); an unknown msgid fails when the page is compiled. A memoised
     component passes `words` (ChatState.ui as a prop), so it reads no state itself."""
-    if msgid not in _PAGE_WORDS:
-        raise KeyError(f"{msgid!r} is not a page string: add it with msgctxt \"page\" to tutor/locales/*/LC_MESSAGES/tutor.po")
-    return (ChatState.ui if words is None else words)[msgid]
-
-
-def start_page_words(msgid: str) -> str:
-    """The start page's word for `msgid`, in TUTOR_LANGUAGE (fixed when the page is compiled)."""
-    if msgid not in _PAGE_WORDS:
-        raise KeyError(f"{msgid!r} is not a page string: add it with msgctxt \"page\" to tutor/locales/*/LC_MESSAGES/tutor.po")
-    return translator(settings.LANGUAGE).page(msgid)
+    return (ChatState.ui if words is None else words)[page_word(msgid)]

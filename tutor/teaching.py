@@ -21,6 +21,8 @@ After (`finish`): citations are verified (unverifiable ones dropped, flag unveri
 and shown with their source and section; the topics the reply showed are seen
 (tutor.progress.shown_topics); the score and feedback are put first in the reply and the
 check's form last, both the server's; `meta.progress` is the server's.
+
+What the database says about checks and mastery is tutor.mastery (re-exported here).
 """
 
 from __future__ import annotations
@@ -31,19 +33,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import bindparam
-from sqlmodel import col, select
-
 from tutor import progress as progress_mod
 from tutor.contract import Citation, Form, ParsedReply, TextBlock, TutorResponse
 from tutor.conversations import PendingTurn
 from tutor.llm.base import CheckData, JudgedData, PassageData, Provider, TeachingContext
 from tutor.llm.config import LLMSettings
 from tutor.llm.policy import AttemptRecord
+from tutor.mastery import (
+    CheckHistory, check_history, learner_state, mastered_from, read_history, read_scores, with_mastery, with_scores,
+)
 from tutor.material import Check
 from tutor.modules import Module, Topic
 from tutor.progress import ProgressState, ProgressUpdate
-from tutor.store import CheckAttempt, Conversation, Learner, Message, Store
+from tutor.store import Store
 from tutor.teach import judge_builtin, module_sources, retrieve, verify_quote
 from tutor.teach.builtin_judge import topic_material
 from tutor.teach.feedback import ANSWER_FIELD, check_form, check_id_of, failed_block, feedback_block
@@ -54,91 +56,14 @@ from tutor.views import ProgressView
 
 __all__ = [
     "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "plan_check", "prepare",
-    "progress_view", "with_mastery", "with_server_meta",
+    "progress_view", "with_mastery", "with_scores", "with_server_meta",
+    # tutor.mastery's, re-exported: the engine, tutor.turn_store and the console read them here
+    "check_history", "mastered_from", "read_history", "read_scores",
 ]
 
 log = logging.getLogger(__name__)
 
 PASSAGES = 3  # passages that travel with a turn
-
-
-# --- what the database knows about checks ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CheckHistory:
-    """A conversation's checks: which the tutor asked (check id -> seq of the latest
-    message asking it), which it asked in the message the learner is answering, and every
-    judged score in order."""
-
-    asked: dict[str, int] = field(default_factory=dict)
-    last_asked: str | None = None
-    scored: tuple[tuple[str, int | None], ...] = ()
-
-    def best(self, check_id: str) -> int:
-        return max((s for c, s in self.scored if c == check_id and s is not None), default=-1)
-
-    def with_score(self, check_id: str, score: int | None) -> CheckHistory:
-        return replace(self, scored=(*self.scored, (check_id, score)))
-
-
-# Built once: read on every turn (see tutor.conversations on hot statements).
-_TUTOR_FORMS = (select(Message.seq, Message.form_states_json)
-                .where(Message.conversation_id == bindparam("b_conv"), Message.role == "tutor")
-                .order_by(col(Message.seq)))
-_SCORED = (select(CheckAttempt.check_id, CheckAttempt.score)
-           .where(CheckAttempt.conversation_id == bindparam("b_conv")).order_by(col(CheckAttempt.id)))
-
-
-def read_history(store: Store, conversation_id: int, upto: int | None) -> CheckHistory:
-    with store.session(read_only=True) as s:
-        db = s.connection()
-        tutor_rows = db.execute(_TUTOR_FORMS, {"b_conv": conversation_id}).all()
-        scored = db.execute(_SCORED, {"b_conv": conversation_id}).all()
-    asked: dict[str, int] = {}
-    last: str | None = None
-    for seq, states in tutor_rows:
-        ids = [c for c in (check_id_of(f) for f in json.loads(states or "{}")) if c]
-        for check_id in ids:
-            asked[check_id] = seq
-        if upto is not None and seq < upto:
-            last = ids[-1] if ids else None
-    return CheckHistory(asked, last, tuple((c, s) for c, s in scored))
-
-
-def mastered_from(module: Module, scored: Iterable[tuple[str, int | None]]) -> tuple[str, ...]:
-    """Topics whose every check has a score at or above its threshold, in the order they
-    got there (checks an author has since removed do not count)."""
-    best: dict[str, int] = {}
-    order: list[str] = []
-    for check_id, score in scored:
-        found = module.find_check(check_id)
-        if score is None or found is None:
-            continue
-        best[check_id] = max(best.get(check_id, -1), score)
-        topic = found[0]
-        if topic.id not in order and all(best.get(c.id, -1) >= c.threshold for c in topic.checks):
-            order.append(topic.id)
-    return tuple(order)
-
-
-def with_mastery(store: Store, conversation_id: int, module: Module, state: ProgressState) -> ProgressState:
-    """`state` (as the progress record keeps it) with the topics mastered in this
-    conversation. Start over begins a new conversation: mastery starts again with it, and
-    the judged attempts of the old one stay on record."""
-    history = read_history(store, conversation_id, None)
-    return replace(state, mastered=mastered_from(module, history.scored))
-
-
-def learner_state(store: Store, learner_key: str, module: Module, state: ProgressState) -> ProgressState:
-    """`with_mastery` for the learner's active conversation in the module."""
-    with store.session() as s:
-        conv = s.exec(
-            select(Conversation.id).join(Learner, col(Learner.id) == Conversation.learner_id)
-            .where(Learner.key == learner_key, Conversation.module_id == module.id, Conversation.status == "active")
-            .order_by(col(Conversation.updated_at).desc())
-        ).first()
-    return state if conv is None else with_mastery(store, conv, module, state)
 
 
 # --- before the tutor speaks ----------------------------------------------------------------
