@@ -83,9 +83,11 @@ class ChatSending(rx.State, mixin=True):
         return rx.set_focus("message")
 
     async def _accept(self, learner_input: LearnerInput, form_key: str | None, client_id: str = ""):
-        if not self.conversation_id and not self.loaded and client_id and form_key is None:
-            # This tab's state is new (the server restarted while the page waited to
-            # reconnect): open the conversation again, then take the waiting message.
+        if not self.loaded and (self.conversation_id or (client_id and form_key is None)):
+            # The page is still being read (a reconnect or reload: the messages shown are
+            # kept from before), or this tab's state is new (the server restarted while the
+            # page waited to reconnect): read the conversation now, then take the message —
+            # a read already under way is then older than the page and is dropped.
             away = await self._open_now()
             if away is not None and away is not type(self).respond:
                 self._receipt("refused", client_id)
