@@ -348,7 +348,7 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     store = Store(db_url)
     store.migrate()
     trips = DBTrips(store.engine, getattr(store, "_reader", None))  # the reads' own pool, if any
-    calls = DBCalls(store)
+    calls = DBCalls(store) if args.breakdown else None  # its timers cost CPU of their own
     provider = make_provider(settings)
     # The service's own limits, as tutor.runtime makes them (turns per minute, daily
     # tokens, the cap on model calls in flight), with the cap at --in-flight.
@@ -361,7 +361,8 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
             show(out[-1])
         for run in range(args.runs):
             trips.take()
-            calls.take()
+            if calls is not None:
+                calls.take()
             profiler = start_profile(args.profile) if args.profile and run == args.runs - 1 else None
             result = await engine_run(engine, f"run {run + 1}", args.learners, args.turns, args.delay, root, trips,
                                       calls, args.preview)
@@ -394,6 +395,19 @@ def stop_profile(yappi, path: str) -> None:
     yappi.clear_stats()
 
 
+def event_loop(choice: str):
+    """The event loop the app's server would run (granian takes uvloop when installed)."""
+    if choice != "asyncio":
+        try:
+            import uvloop
+
+            return uvloop.new_event_loop
+        except ImportError:
+            if choice == "uvloop":
+                sys.exit("--loop uvloop: uvloop is not installed")
+    return asyncio.new_event_loop
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--learners", type=int, default=200)
@@ -410,14 +424,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="FILE", help="yappi CPU profile of the last run (pstats file)")
     parser.add_argument("--in-flight", type=int, default=0,
                         help="TUTOR_MODEL_CALLS_IN_FLIGHT for the engine (default: one per learner, no queue)")
+    parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+                        help="event loop (auto: uvloop when installed, as the app's server, granian, chooses)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     load = os.getloadavg()
+    loop_factory = event_loop(args.loop)
     print(f"{args.learners} learners x ({args.turns} turns + opening), model delay {args.delay:g} s, "
           f"stream={'on' if args.stream else 'off'}, database={'PostgreSQL' if args.database_url else 'SQLite'}, "
+          f"loop={loop_factory.__module__.split('.')[0]}, "
           f"load average {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} CPUs", flush=True)
     with loopback_model(args.delay, args.chunks) as root, database(args.database_url) as db_url:
-        out = asyncio.run(bench(args, root, db_url))
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            out = runner.run(bench(args, root, db_url))
     if args.json:
         print(json.dumps({"learners": args.learners, "turns": args.turns, "delay": args.delay, "stream": args.stream,
                           "database": "postgresql" if args.database_url else "sqlite", "runs": out}, indent=2))
