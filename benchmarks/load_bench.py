@@ -304,7 +304,9 @@ async def engine_run(engine, label: str, learners: int, turns: int, delay: float
         overheads.append(time.monotonic() - t)
         for turn in range(turns):
             t = time.monotonic()
-            await engine.accept(view.id, LearnerInput(text=QUESTIONS[turn % len(QUESTIONS)]))
+            # As the page sends: with the id it made for this send (a resend is stored once).
+            await engine.accept(view.id, LearnerInput(text=QUESTIONS[turn % len(QUESTIONS)]),
+                                client_id=f"{tag}-{i}-{turn}")
             result = await engine.respond_pending(view.id, Preview() if preview else None)
             assert result is not None and result.reply.outcome == "valid", result.reply.flags
             overheads.append(time.monotonic() - t)

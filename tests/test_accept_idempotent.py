@@ -103,9 +103,11 @@ def test_an_unusable_client_id_is_refused_and_nothing_is_stored(engine, store):
 def test_the_unique_index_refuses_a_second_row_with_the_same_client_id(engine, store):
     # What decides a race: both accepts looked before either stored, so both try to insert.
     view = run(engine.open("ann", MODULE))
-    db._accept_once(store, view.id, LearnerInput(text="Hi"), "race")
-    with pytest.raises(IntegrityError):
-        db._accept_once(store, view.id, LearnerInput(text="Hi"), "race")
+    first = run(engine.accept(view.id, LearnerInput(text="Hi"), client_id="race"))
+    with pytest.raises(IntegrityError), store.session() as s:  # the second, past its own look
+        db.new_message(s.connection(), conversation_id=view.id, seq=first.learner.seq + 1, role="learner",
+                       text="Hi", client_id="race")
+        s.commit()
     assert run(engine.accept(view.id, LearnerInput(text="Hi"), client_id="race")).duplicate
 
 

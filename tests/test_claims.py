@@ -54,11 +54,11 @@ def test_claims_are_exclusive_until_the_lease_expires(store):
     assert claims.claim(store, view.id, 8, 0.2, "a")
     time.sleep(0.4)
     assert claims.claim(store, view.id, 8, 30, "b")  # expired: b takes it over
-    with store.session() as s, pytest.raises(claims.ClaimLost):
-        claims.release(s, view.id, 8, "a")  # a can no longer store its reply
-    with store.session() as s:
-        claims.release(s, view.id, 8, "b")
-        s.commit()
+    with store.connect() as db, pytest.raises(claims.ClaimLost):
+        claims.release(db, view.id, 8, "a")  # a can no longer store its reply
+    with store.connect() as db:
+        claims.release(db, view.id, 8, "b")
+        db.commit()
     assert claims.holder_of(store, view.id, 8) is None
     # A renewal still in flight when the reply was stored does not bring the claim back.
     assert not claims.renew(store, view.id, 8, 30, "b")

@@ -17,6 +17,7 @@ from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
 from tutor.store import Store
+from tutor.usage import UsageLimits, UsageSettings
 
 MODULE = "understanding_anxiety"
 
@@ -57,16 +58,17 @@ def server():
 def test_a_learner_turn_takes_three_trips_and_few_statements(store_on_each_database: Store, server) -> None:
     store = store_on_each_database
     settings = settings_for(server)
-    engine = Engine(store, make_provider(settings), load_library(), settings)
+    # As the web page sends: usage limits on (their defaults), each send with its client id.
+    engine = Engine(store, make_provider(settings), load_library(), settings, usage=UsageLimits(UsageSettings()))
     counted = Counted(store)
 
     async def turns() -> list[tuple[list[str], list[str]]]:
         view = await engine.open("learner-1", MODULE, defer_opening=True)
         await engine.respond_pending(view.id)
         out = []
-        for text in ("What does anxiety do in the body?", "Why does my heart race?"):
+        for n, text in enumerate(("What does anxiety do in the body?", "Why does my heart race?")):
             counted.take()
-            await engine.accept(view.id, LearnerInput(text=text))
+            await engine.accept(view.id, LearnerInput(text=text), client_id=f"send-{n}")
             result = await engine.respond_pending(view.id)
             assert result is not None and result.reply.outcome == "valid"
             out.append(counted.take())
@@ -74,7 +76,7 @@ def test_a_learner_turn_takes_three_trips_and_few_statements(store_on_each_datab
         return out
 
     for trips, statements in asyncio.run(turns()):
-        # accept; what is owed + its claim + what the model reads; the reply with its audit
-        # row and the learner's progress
+        # accept (the resend check and the turn limits inside); what is owed + its claim +
+        # what the model reads; the reply with its audit row and the learner's progress
         assert trips == ["accept", "begin", "store_reply"], trips
         assert len(statements) <= 14, "\n".join(statements)

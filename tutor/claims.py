@@ -22,11 +22,12 @@ from datetime import timedelta, timezone
 
 from typing import Any
 
-from sqlalchemy import bindparam, delete, or_, update
+from sqlalchemy import Connection, bindparam, delete, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import Session, func, select
+from sqlmodel import func, select
 
 from tutor.dbfaults import DatabaseUnavailable, report
+from tutor.statements import Statement
 from tutor.store import Message, ReplyClaim, Store, utcnow
 
 __all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "claim_or_answered", "current_holder", "holder_of", "newest_message_id", "release", "renew"]
@@ -56,18 +57,20 @@ class ClaimLost(RuntimeError):
 def claim(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str | None = None) -> bool:
     """Claim the right to answer message `seq` (or renew our own claim). False while
     another worker holds an unexpired lease."""
-    with store.session() as s:
-        return _claim(s, conversation_id, seq, lease_s, holder or current_holder())
+    with store.connect() as db:
+        taken = _take(db, conversation_id, seq, lease_s, holder or current_holder())
+        db.commit()
+    return taken
 
 
 def renew(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
     """Extend our own claim; False once it is gone (our reply stored, or another worker took
     it over). Never creates one: a renewal still in flight when the reply is stored must
     not bring the claim back."""
-    with store.session() as s:
-        renewed = s.connection().execute(_RENEW, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder,
-                                                  "b_until": utcnow() + timedelta(seconds=lease_s)}).rowcount
-        s.commit()
+    with store.connect() as db:
+        renewed = _RENEW.run(db, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder,
+                                  "b_until": utcnow() + timedelta(seconds=lease_s)}).rowcount
+        db.commit()
     return bool(renewed)
 
 
@@ -80,13 +83,13 @@ def claim_or_answered(
     already answered (our claim, if we took one, is dropped); (False, None): another worker
     is writing the reply."""
     holder = holder or current_holder()
-    with store.session() as s:  # one transaction: the claim is seen by others only with its answer
-        got = _take(s, conversation_id, seq, lease_s, holder)
-        stored = _reply_id(s, conversation_id, seq)
+    with store.connect() as db:  # one transaction: the claim is seen by others only with its answer
+        got = _take(db, conversation_id, seq, lease_s, holder)
+        stored = _reply_id(db, conversation_id, seq)
         if stored is not None and got:
-            release(s, conversation_id, seq, holder)
+            release(db, conversation_id, seq, holder)
             got = False
-        s.commit()
+        db.commit()
     return got, stored
 
 
@@ -108,47 +111,44 @@ def _upsert(dialect_insert: Any) -> Any:
     )
 
 
-_TAKE = {"sqlite": _upsert(sqlite.insert), "postgresql": _upsert(postgresql.insert)}
-_RENEW = (update(_CLAIMS)
-          .where(_CLAIMS.c.conversation_id == bindparam("b_conv"), _CLAIMS.c.learner_seq == bindparam("b_seq"),
-                 _CLAIMS.c.holder == bindparam("b_holder"))
-          .values(lease_until=bindparam("b_until")))
-_DROP = delete(_CLAIMS).where(_CLAIMS.c.conversation_id == bindparam("b_conv"),
-                              _CLAIMS.c.learner_seq == bindparam("b_seq"), _CLAIMS.c.holder == bindparam("b_holder"))
-_REPLY_TO = (select(_MESSAGES.c.id).where(_MESSAGES.c.conversation_id == bindparam("b_conv"),
-                                          _MESSAGES.c.role == "tutor", _MESSAGES.c.reply_to_seq == bindparam("b_seq"))
-             .limit(1))
-_OPENING_REPLY = (select(_MESSAGES.c.id).where(_MESSAGES.c.conversation_id == bindparam("b_conv"),
-                                               _MESSAGES.c.role == "tutor", _MESSAGES.c.reply_to_seq.is_(None))
-                  .limit(1))
+# Run on the driver's cursor (tutor.statements): every turn takes and drops a claim.
+_TAKE = {"sqlite": Statement(_upsert(sqlite.insert)), "postgresql": Statement(_upsert(postgresql.insert))}
+_RENEW = Statement(update(_CLAIMS)
+                   .where(_CLAIMS.c.conversation_id == bindparam("b_conv"), _CLAIMS.c.learner_seq == bindparam("b_seq"),
+                          _CLAIMS.c.holder == bindparam("b_holder"))
+                   .values(lease_until=bindparam("b_until")))
+_DROP = Statement(delete(_CLAIMS).where(_CLAIMS.c.conversation_id == bindparam("b_conv"),
+                                        _CLAIMS.c.learner_seq == bindparam("b_seq"),
+                                        _CLAIMS.c.holder == bindparam("b_holder")))
+_REPLY_TO = Statement(select(_MESSAGES.c.id)
+                      .where(_MESSAGES.c.conversation_id == bindparam("b_conv"), _MESSAGES.c.role == "tutor",
+                             _MESSAGES.c.reply_to_seq == bindparam("b_seq"))
+                      .limit(1))
+_OPENING_REPLY = Statement(select(_MESSAGES.c.id)
+                           .where(_MESSAGES.c.conversation_id == bindparam("b_conv"), _MESSAGES.c.role == "tutor",
+                                  _MESSAGES.c.reply_to_seq.is_(None))
+                           .limit(1))
 
 
-def _claim(s: Session, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
-    taken = _take(s, conversation_id, seq, lease_s, holder)
-    s.commit()
-    return taken
-
-
-def _take(s: Session, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
+def _take(db: Connection, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
     now = utcnow()
     until = now + timedelta(seconds=lease_s)
-    db = s.connection()
-    return bool(db.execute(_TAKE[db.dialect.name], {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder,
-                                                    "b_now": now, "b_until": until}).rowcount)
+    return bool(_TAKE[db.dialect.name].run(db, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder,
+                                                "b_now": now, "b_until": until}).rowcount)
 
 
-def release(session: Session, conversation_id: int, seq: int, holder: str | None = None) -> None:
-    """Inside the transaction that stores the reply: drop our claim, or raise ClaimLost
-    (the transaction then rolls back and nothing is stored)."""
+def release(db: Connection, conversation_id: int, seq: int, holder: str | None = None) -> None:
+    """Inside the transaction that stores the reply (on its connection): drop our claim,
+    or raise ClaimLost (the transaction then rolls back and nothing is stored)."""
     holder = holder or current_holder()
-    gone = session.connection().execute(_DROP, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder})
+    gone = _DROP.run(db, {"b_conv": conversation_id, "b_seq": seq, "b_holder": holder})
     if not gone.rowcount:
         raise ClaimLost(f"conversation {conversation_id}: message {seq} was taken over by another worker")
 
 
-def _reply_id(s: Session, conversation_id: int, seq: int) -> int | None:
+def _reply_id(db: Connection, conversation_id: int, seq: int) -> int | None:
     query = _OPENING_REPLY if seq == OPENING_SEQ else _REPLY_TO
-    return s.connection().execute(query, {"b_conv": conversation_id, "b_seq": seq}).scalar()
+    return query.run(db, {"b_conv": conversation_id, "b_seq": seq}).scalar()
 
 
 def newest_message_id(store: Store, conversation_id: int) -> int | None:

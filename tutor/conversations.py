@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, bindparam, insert, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, func, select
+from sqlmodel import col, func, select
 
 from tutor import forms
 from tutor.forms import FormInputError, summarize_answers, validate_answers
@@ -26,6 +26,7 @@ from tutor.i18n import Phrase
 from tutor.llm.base import LearnerInput
 from tutor.progress import ProgressState
 from tutor.settings import MAX_MESSAGE_CHARS
+from tutor.statements import Statement
 from tutor.store import Conversation, Learner, Message, ProgressRecord, Store, iso_utc, utcnow
 from tutor.views import ConversationSummary, MessageView
 
@@ -58,7 +59,7 @@ OPENING: Any = object()
 
 # A turn reads and writes a handful of rows; building ORM objects and statements for them
 # cost more CPU than the database itself (benchmarks/load_bench.py). The hot paths below
-# run these statements, built once, on the session's connection, and read messages as
+# run these statements, built once, on a Core connection (Store.connect), and read messages as
 # StoredMessage rows.
 _MESSAGE, _CONVERSATION = Message.__table__, Conversation.__table__
 _MESSAGE_COLUMNS = tuple(_MESSAGE.c.keys())
@@ -74,19 +75,29 @@ class StoredMessage:
         for name in _MESSAGE_COLUMNS:
             setattr(self, name, values[name])
 
+    @classmethod
+    def from_tuple(cls, row: Iterable[Any]) -> StoredMessage:
+        """From a row of a statement selecting the message table (its columns in order)."""
+        message = cls.__new__(cls)
+        for name, value in zip(_MESSAGE_COLUMNS, row):
+            setattr(message, name, value)
+        return message
+
 
 _GET_CONVERSATION = select(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
-_CONVERSATION_EXISTS = select(_CONVERSATION.c.id).where(_CONVERSATION.c.id == bindparam("b_conversation"))
-_HISTORY = (select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"))
-            .order_by(_MESSAGE.c.seq))
-_LAST_MESSAGE = (select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"))
-                 .order_by(_MESSAGE.c.seq.desc()).limit(1))
-_LAST_TUTOR = (select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
-                                      _MESSAGE.c.role == "tutor")
-               .order_by(_MESSAGE.c.seq.desc()).limit(1))
-_BY_CLIENT_ID = select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
-                                       _MESSAGE.c.client_id == bindparam("b_client"))
-_INSERT_MESSAGE = insert(_MESSAGE)
+# Run on the driver's cursor (tutor.statements): every turn runs these.
+_CONVERSATION_EXISTS = Statement(select(_CONVERSATION.c.id).where(_CONVERSATION.c.id == bindparam("b_conversation")))
+_HISTORY = Statement(select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"))
+                     .order_by(_MESSAGE.c.seq))
+_LAST_MESSAGE = Statement(select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"))
+                          .order_by(_MESSAGE.c.seq.desc()).limit(1))
+_LAST_TUTOR = Statement(select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
+                                               _MESSAGE.c.role == "tutor")
+                        .order_by(_MESSAGE.c.seq.desc()).limit(1))
+_BY_CLIENT_ID = Statement(select(_MESSAGE).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"),
+                                                 _MESSAGE.c.client_id == bindparam("b_client")))
+_NEW_COLUMNS = tuple(k for k in _MESSAGE_COLUMNS if k != "id")
+_INSERT_MESSAGE = Statement(insert(_MESSAGE).returning(_MESSAGE.c.id), keys=_NEW_COLUMNS)
 _LEARNER, _PROGRESS = Learner.__table__, ProgressRecord.__table__
 _LEARNER_ID = select(_LEARNER.c.id).where(_LEARNER.c.key == bindparam("b_key"))
 _INSERT_LEARNER, _INSERT_CONVERSATION = insert(_LEARNER), insert(_CONVERSATION)
@@ -111,10 +122,10 @@ _CONVERSATION_STATE = (
                                _PROGRESS.c.module_id == _CONVERSATION.c.module_id))
     .where(_CONVERSATION.c.id == bindparam("b_conversation"))
 )
-_SET_FORM_STATES = (update(_MESSAGE).where(_MESSAGE.c.id == bindparam("b_message"))
-                    .values(form_states_json=bindparam("b_states")))
-_TOUCH_CONVERSATION = (update(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
-                       .values(updated_at=bindparam("b_now")))
+_SET_FORM_STATES = Statement(update(_MESSAGE).where(_MESSAGE.c.id == bindparam("b_message"))
+                              .values(form_states_json=bindparam("b_states")))
+TOUCH_CONVERSATION = Statement(update(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
+                                .values(updated_at=bindparam("b_now")))
 
 
 # ------------------------------------------------------------------- conversations
@@ -123,8 +134,7 @@ _TOUCH_CONVERSATION = (update(_CONVERSATION).where(_CONVERSATION.c.id == bindpar
 def find_or_create(store: Store, learner_key: str, module_id: str, new: bool) -> tuple[int, bool]:
     """The learner's active conversation in a module, or a new one (new=True archives the
     old one and resets the module's progress). Returns (id, created)."""
-    with store.session() as s:
-        db = s.connection()
+    with store.connect() as db:
         learner_id = db.execute(_LEARNER_ID, {"b_key": learner_key}).scalar()
         if learner_id is None:
             learner_id = db.execute(_INSERT_LEARNER, defaults_of(Learner) | {"key": learner_key}).inserted_primary_key[0]
@@ -137,13 +147,13 @@ def find_or_create(store: Store, learner_key: str, module_id: str, new: bool) ->
             db.execute(_RESET_PROGRESS, {"b_learner": learner_id, "b_module": module_id, "b_now": utcnow()})
         values = defaults_of(Conversation) | {"learner_id": learner_id, "module_id": module_id}
         conversation_id = db.execute(_INSERT_CONVERSATION, values).inserted_primary_key[0]
-        s.commit()
+        db.commit()
         return conversation_id, True
 
 
 def get_conversation(store: Store, conversation_id: int) -> Conversation:
-    with store.session(read_only=True) as s:
-        row = s.connection().execute(_GET_CONVERSATION, {"b_conversation": conversation_id}).mappings().first()
+    with store.connect(read_only=True) as db:
+        row = db.execute(_GET_CONVERSATION, {"b_conversation": conversation_id}).mappings().first()
     if row is None:
         raise InputError(Phrase("That conversation does not exist."))
     return Conversation(**row)
@@ -185,19 +195,19 @@ def summaries(store: Store, learner_key: str) -> list[ConversationSummary]:
 def learner_progress(store: Store, learner_key: str, module_id: str) -> ProgressState | None:
     """The learner's progress in a module (empty if none is recorded), or None for an
     unknown learner."""
-    with store.session(read_only=True) as s:
-        row = s.connection().execute(_LEARNER_PROGRESS, {"b_key": learner_key, "b_module": module_id}).first()
+    with store.connect(read_only=True) as db:
+        row = db.execute(_LEARNER_PROGRESS, {"b_key": learner_key, "b_module": module_id}).first()
     return None if row is None else progress_state(row.covered_json or "[]", row.milestones_json or "[]")
 
 
 def history(store: Store, conversation_id: int) -> list[MessageView]:
-    with store.session(read_only=True) as s:
-        return _history(s, conversation_id)
+    with store.connect(read_only=True) as db:
+        return _history(db, conversation_id)
 
 
-def _history(s: Session, conversation_id: int) -> list[MessageView]:
-    rows = s.connection().execute(_HISTORY, {"b_conversation": conversation_id}).mappings()
-    return [MessageView.from_row(StoredMessage(r)) for r in rows]  # type: ignore[arg-type]
+def _history(db: Any, conversation_id: int) -> list[MessageView]:
+    rows = _HISTORY.run(db, {"b_conversation": conversation_id}).rows
+    return [MessageView.from_row(StoredMessage.from_tuple(r)) for r in rows]  # type: ignore[arg-type]
 
 
 def conversation_state(db: Any, conversation_id: int) -> tuple[Conversation, str, ProgressState, list[MessageView]]:
@@ -208,8 +218,8 @@ def conversation_state(db: Any, conversation_id: int) -> tuple[Conversation, str
         raise InputError(Phrase("That conversation does not exist."))
     conv = Conversation(**{name: row[name] for name in _CONVERSATION.c.keys()})
     state = progress_state(row["covered_json"] or "[]", row["milestones_json"] or "[]")
-    messages = [MessageView.from_row(StoredMessage(r))  # type: ignore[arg-type]
-                for r in db.execute(_HISTORY, {"b_conversation": conversation_id}).mappings()]
+    messages = [MessageView.from_row(StoredMessage.from_tuple(r))  # type: ignore[arg-type]
+                for r in _HISTORY.run(db, {"b_conversation": conversation_id}).rows]
     return conv, row["learner_key"], state, messages
 
 
@@ -218,23 +228,25 @@ def conversation_state(db: Any, conversation_id: int) -> tuple[Conversation, str
 
 def accept(
     store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None = None,
-    language: str | None = None,
+    language: str | None = None, admit: Callable[[], None] | None = None,
 ) -> PendingTurn:
     """Check the learner's input and store it. Refused input raises InputError and stores
     nothing. `client_id` (made by the browser for one send) makes this idempotent: a message
     whose id is already stored is not stored again, and the stored one comes back with
-    `duplicate=True` (a double click, a retry after a reconnect, a second tab)."""
+    `duplicate=True` (a double click, a retry after a reconnect, a second tab). `admit`
+    (tutor.usage: the learner's turn limits) runs once a message is found new and valid,
+    before anything is written; it may raise to store nothing."""
     client_id = _clean_client_id(client_id)
     for attempt in range(ACCEPT_TRIES):
-        if client_id is not None and (stored := _by_client_id(store, conversation_id, client_id)) is not None:
-            return stored
         try:
-            return _accept_once(store, conversation_id, learner_input, client_id, language)
+            return _accept_once(store, conversation_id, learner_input, client_id, language, admit)
         except IntegrityError:
             # Another accept got in first: the same send (the unique index on the client id
-            # decided; the lookup above now finds it), or another message that took this seq.
+            # decided; the lookup in the next try finds it), or another message that took
+            # this seq. The turn was admitted already: it is not counted again.
             if attempt == ACCEPT_TRIES - 1:
                 raise
+            admit = None
     raise AssertionError("unreachable")
 
 
@@ -252,31 +264,24 @@ def _clean_client_id(client_id: str | None) -> str | None:
     return client_id
 
 
-def sent_before(store: Store, conversation_id: int, client_id: str | None) -> PendingTurn | None:
-    """The message stored for this send already (duplicate=True), if any."""
-    client_id = _clean_client_id(client_id)
-    return None if client_id is None else _by_client_id(store, conversation_id, client_id)
-
-
-def _by_client_id(store: Store, conversation_id: int, client_id: str) -> PendingTurn | None:
-    with store.session(read_only=True) as s:
-        row = s.connection().execute(
-            _BY_CLIENT_ID, {"b_conversation": conversation_id, "b_client": client_id}).mappings().first()
-    if row is None:
+def _by_client_id(db: Any, conversation_id: int, client_id: str) -> PendingTurn | None:
+    rows = _BY_CLIENT_ID.run(db, {"b_conversation": conversation_id, "b_client": client_id}).rows
+    if not rows:
         return None
-    return dataclasses.replace(_pending_from_row(StoredMessage(row)), duplicate=True)
+    return dataclasses.replace(_pending_from_row(StoredMessage.from_tuple(rows[0])), duplicate=True)
 
 
 def _accept_once(
     store: Store, conversation_id: int, learner_input: LearnerInput, client_id: str | None,
-    language: str | None = None,
+    language: str | None = None, admit: Callable[[], None] | None = None,
 ) -> PendingTurn:
-    with store.session() as s:
-        db = s.connection()
-        last = _last_message(s, conversation_id)
-        if last is None and db.execute(_CONVERSATION_EXISTS, {"b_conversation": conversation_id}).first() is None:
+    with store.connect() as db:
+        if client_id is not None and (stored := _by_client_id(db, conversation_id, client_id)) is not None:
+            return stored
+        last = _last_message(db, conversation_id)
+        if last is None and _CONVERSATION_EXISTS.run(db, {"b_conversation": conversation_id}).scalar() is None:
             raise InputError(Phrase("That conversation does not exist."))
-        last_tutor = last if last is None or last.role == "tutor" else _last_tutor(s, conversation_id)
+        last_tutor = last if last is None or last.role == "tutor" else _last_tutor(db, conversation_id)
         if learner_input.is_form:
             form_id = learner_input.form_id or ""
             form = forms.open_form(last_tutor, form_id)
@@ -297,11 +302,13 @@ def _accept_once(
                     "Please shorten it or split it in two.", length=len(text), limit=MAX_MESSAGE_CHARS,
                 ))
             answers, form_id = None, None
+        if admit is not None:
+            admit()  # before the first write: a refusal stores nothing (nor holds SQLite's write lock)
         if last_tutor is not None:
             before = last_tutor.form_states_json
             forms.close_forms(last_tutor, submitted=form_id, answers=answers)
             if last_tutor.form_states_json != before:
-                db.execute(_SET_FORM_STATES, {"b_message": last_tutor.id, "b_states": last_tutor.form_states_json})
+                _SET_FORM_STATES.run(db, {"b_message": last_tutor.id, "b_states": last_tutor.form_states_json})
         row = new_message(
             db,
             conversation_id=conversation_id,
@@ -312,28 +319,27 @@ def _accept_once(
             answers_json=json.dumps(answers, ensure_ascii=False) if answers else None,
             client_id=client_id,
         )
-        db.execute(_TOUCH_CONVERSATION, {"b_conversation": conversation_id, "b_now": utcnow()})
-        s.commit()
+        TOUCH_CONVERSATION.run(db, {"b_conversation": conversation_id, "b_now": utcnow()})
+        db.commit()
         return _pending_from_row(row)
 
 
 def skip_form(store: Store, conversation_id: int, form_id: str) -> bool:
     """The learner chose not to answer an open form (it stays on the page as skipped)."""
-    with store.session() as s:
-        last_tutor = _last_tutor(s, conversation_id)
+    with store.connect() as db:
+        last_tutor = _last_tutor(db, conversation_id)
         if last_tutor is None or forms.open_form(last_tutor, form_id) is None:
             return False
         states = last_tutor.form_states
         states[form_id] = {"status": "skipped"}
-        s.connection().execute(_SET_FORM_STATES, {"b_message": last_tutor.id,
-                                                  "b_states": json.dumps(states, ensure_ascii=False)})
-        s.commit()
+        _SET_FORM_STATES.run(db, {"b_message": last_tutor.id, "b_states": json.dumps(states, ensure_ascii=False)})
+        db.commit()
         return True
 
 
 def read_messages(db: Any, conversation_id: int) -> list[StoredMessage]:
     """Every message of the conversation in order, on a connection."""
-    return [StoredMessage(row) for row in db.execute(_HISTORY, {"b_conversation": conversation_id}).mappings()]
+    return [StoredMessage.from_tuple(row) for row in _HISTORY.run(db, {"b_conversation": conversation_id}).rows]
 
 
 def owed_in(messages: list[StoredMessage]) -> PendingTurn | None:
@@ -366,19 +372,18 @@ def defaults_of(model: Any) -> dict[str, Any]:
 def new_message(db: Any, **values: Any) -> StoredMessage:
     """Insert a message (model defaults for what is not given) and return it as stored."""
     values = defaults_of(Message) | values
-    inserted = db.execute(_INSERT_MESSAGE, {k: v for k, v in values.items() if k != "id"})
-    values["id"] = inserted.inserted_primary_key[0]  # RETURNING on PostgreSQL, lastrowid on SQLite
+    values["id"] = _INSERT_MESSAGE.run(db, values).scalar()
     return StoredMessage(values)
 
 
-def _last_message(s: Session, conversation_id: int) -> StoredMessage | None:
-    row = s.connection().execute(_LAST_MESSAGE, {"b_conversation": conversation_id}).mappings().first()
-    return None if row is None else StoredMessage(row)
+def _last_message(db: Any, conversation_id: int) -> StoredMessage | None:
+    rows = _LAST_MESSAGE.run(db, {"b_conversation": conversation_id}).rows
+    return StoredMessage.from_tuple(rows[0]) if rows else None
 
 
-def _last_tutor(s: Session, conversation_id: int) -> StoredMessage | None:
-    row = s.connection().execute(_LAST_TUTOR, {"b_conversation": conversation_id}).mappings().first()
-    return None if row is None else StoredMessage(row)
+def _last_tutor(db: Any, conversation_id: int) -> StoredMessage | None:
+    rows = _LAST_TUTOR.run(db, {"b_conversation": conversation_id}).rows
+    return StoredMessage.from_tuple(rows[0]) if rows else None
 
 
 def _pending_from_row(row: Message | StoredMessage) -> PendingTurn:

@@ -10,11 +10,10 @@ it is written (`listener`) and stop it (`Engine.stop`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import weakref
-
-from sqlmodel import SQLModel
 
 from tutor import claims, turn_store
 from tutor import conversations as db
@@ -129,14 +128,17 @@ class Engine:
         """Check the learner's input and store it. Refused input raises InputError and
         stores nothing. With the browser's `client_id` a resend of the same message returns
         the stored one (`duplicate=True`): no second message, no second reply."""
-        if self.usage:  # turns per minute, today's tokens: before anything is stored
-            learner = await self._learner_of(conversation_id)
-            if client_id and (stored := await self.store.run(db.sent_before, self.store, conversation_id,
-                                                             client_id)) is not None:
-                return stored  # a resend of a stored message is not a new turn
-            await self._limited(self.usage.admit_turn(learner))
-        # `language`: the page's (the module's), for the form answers' first line.
-        return await self.store.run(db.accept, self.store, conversation_id, learner_input, client_id, language)
+        # Turns per minute, today's tokens: admitted in the trip that stores the message,
+        # once it is found new and valid (a resend is never counted or refused).
+        admit = None
+        if self.usage:
+            admit = functools.partial(self.usage.admit_turn_now, await self._learner_of(conversation_id))
+        try:
+            # `language`: the page's (the module's), for the form answers' first line.
+            return await self.store.run(db.accept, self.store, conversation_id, learner_input, client_id, language,
+                                        admit)
+        except LimitReached as exc:
+            raise InputError(exc.message) from None
 
     async def skip_form(self, conversation_id: int, form_id: str) -> bool:
         return await self.store.run(db.skip_form, self.store, conversation_id, form_id)
@@ -236,12 +238,7 @@ class Engine:
     async def _keep(self, store_reply, *args, **kwargs) -> MessageView:
         """Store a reply, again while the database is unavailable (tutor.dbfaults), for up to
         the turn deadline: the model's work is not thrown away over a short outage."""
-        # New rows handed in (risk events, check attempts): a rolled-back try may have numbered them.
-        rows = [r for v in kwargs.values() if isinstance(v, (list, tuple)) for r in v if isinstance(r, SQLModel)]
-
         async def attempt() -> MessageView:
-            for row in rows:
-                row.id = None
             return await self.store.run(store_reply, *args, **kwargs)
 
         what = f"conversation {args[1].id}: the tutor's reply"

@@ -16,6 +16,7 @@ from sqlmodel import col, select
 
 from tutor.modules import Module
 from tutor.progress import ProgressState
+from tutor.statements import Statement
 from tutor.store import CheckAttempt, Conversation, Learner, Message, Store
 from tutor.teach.feedback import check_id_of
 
@@ -45,21 +46,21 @@ class CheckHistory:
 _TUTOR_FORMS = (select(Message.seq, Message.form_states_json)
                 .where(Message.conversation_id == bindparam("b_conv"), Message.role == "tutor")
                 .order_by(col(Message.seq)))
-_SCORED = (select(CheckAttempt.check_id, CheckAttempt.score)
-           .where(CheckAttempt.conversation_id == bindparam("b_conv")).order_by(col(CheckAttempt.id)))
+# Read on every turn: run on the driver's cursor (tutor.statements).
+_SCORED = Statement(select(CheckAttempt.check_id, CheckAttempt.score)
+                    .where(CheckAttempt.conversation_id == bindparam("b_conv")).order_by(col(CheckAttempt.id)))
 
 
 def read_history(store: Store, conversation_id: int, upto: int | None) -> CheckHistory:
-    with store.session(read_only=True) as s:
-        db = s.connection()
+    with store.connect(read_only=True) as db:
         tutor_rows = db.execute(_TUTOR_FORMS, {"b_conv": conversation_id}).all()
-        scored = db.execute(_SCORED, {"b_conv": conversation_id}).all()
+        scored = _SCORED.run(db, {"b_conv": conversation_id}).rows
     return check_history(tutor_rows, scored, upto)
 
 
 def read_scores(db: Any, conversation_id: int) -> list[tuple[str, int | None]]:
     """Every judged score of the conversation, in order (on a connection)."""
-    return db.execute(_SCORED, {"b_conv": conversation_id}).all()
+    return _SCORED.run(db, {"b_conv": conversation_id}).rows
 
 
 def check_history(tutor_rows: Iterable[tuple[int, str | None]], scored: Iterable[tuple[str, int | None]],
@@ -96,8 +97,8 @@ def with_mastery(store: Store, conversation_id: int, module: Module, state: Prog
     """`state` (as the progress record keeps it) with the topics mastered in this
     conversation. Start over begins a new conversation: mastery starts again with it, and
     the judged attempts of the old one stay on record."""
-    with store.session(read_only=True) as s:
-        return with_scores(module, state, read_scores(s.connection(), conversation_id))
+    with store.connect(read_only=True) as db:
+        return with_scores(module, state, read_scores(db, conversation_id))
 
 
 def with_scores(module: Module, state: ProgressState, scored: Iterable[tuple[str, int | None]]) -> ProgressState:

@@ -283,10 +283,25 @@ class Store:
         """A session; a database that cannot be used raises dbfaults.DatabaseUnavailable
         (cause and fix for the operator), any other error passes through unchanged.
         read_only: for reads only (on PostgreSQL every statement commits by itself)."""
-        engine = self._reader if read_only and self._reader is not None else self.engine
+        with self._faults(), Session(self._engine_for(read_only), expire_on_commit=False) as session:
+            yield session
+
+    @contextmanager
+    def connect(self, *, read_only: bool = False) -> Iterator[sqlalchemy.Connection]:
+        """A Core connection, for the calls every turn makes (tutor.turn_store, claims,
+        conversations): a session's bookkeeping costs more CPU than their statements. Its
+        transaction begins with the first statement; commit() keeps what was written, and
+        anything not committed is rolled back at the end. Faults and read_only as session()."""
+        with self._faults(), self._engine_for(read_only).connect() as connection:
+            yield connection
+
+    def _engine_for(self, read_only: bool) -> sqlalchemy.Engine:
+        return self._reader if read_only and self._reader is not None else self.engine
+
+    @contextmanager
+    def _faults(self) -> Iterator[None]:
         try:
-            with Session(engine, expire_on_commit=False) as session:
-                yield session
+            yield
         except Exception as exc:
             fault = dbfaults.classify(exc, self.url)
             if fault is None or fault is exc:

@@ -14,17 +14,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, insert, update
-from sqlmodel import Session, func, select
+from sqlalchemy import Connection, and_, bindparam, insert, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import func, select
 
 from tutor.contract import TutorResponse
 from tutor import claims, conversations, mastery
-from tutor.conversations import OPENING, PendingTurn, defaults_of, new_message, progress_state
+from tutor.conversations import OPENING, TOUCH_CONVERSATION, PendingTurn, defaults_of, progress_state
 from tutor.modules import Module
 from tutor.risk.turn import FAILED_LABEL, TurnScreen
 from tutor.llm.base import ChatMessage
 from tutor.llm.errors import scrub, scrub_data
 from tutor.progress import ProgressState
+from tutor.statements import Statement
 from tutor.store import AuditEvent, CheckAttempt, Conversation, Message, ProgressRecord, RiskEvent, Store, utcnow
 from tutor.views import MessageView
 
@@ -39,12 +41,18 @@ UNSHOWN_REPLY = json.dumps(
 )
 
 _MESSAGE, _CONVERSATION = Message.__table__, Conversation.__table__
-_LAST_SEQ = select(func.max(_MESSAGE.c.seq)).where(_MESSAGE.c.conversation_id == bindparam("b_conversation"))
+# Run on the driver's cursor (tutor.statements), as tutor.conversations runs its own.
+# A reply's row, numbered in its INSERT: the conversation's next seq (no read before it).
+_INSERT_REPLY = Statement(insert(_MESSAGE)
+                          .values(seq=select(func.coalesce(func.max(_MESSAGE.c.seq), -1) + 1)
+                                  .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).scalar_subquery())
+                          .returning(_MESSAGE.c.id, _MESSAGE.c.seq),
+                          keys=[k for k in _MESSAGE.c.keys() if k not in ("id", "seq")])
 _MEMORY = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.text, _MESSAGE.c.reply_to_seq, _MESSAGE.c.parsed_json)
            .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
 _PROGRESS, _AUDIT = ProgressRecord.__table__, AuditEvent.__table__
 # A turn's conversation row, the learner's progress in the module, and the tokens spent.
-_TURN_STATE = (
+_TURN_STATE = Statement(
     select(*_CONVERSATION.c, _PROGRESS.c.covered_json.label("covered"), _PROGRESS.c.milestones_json.label("milestones"),
            select(func.coalesce(func.sum(_AUDIT.c.tokens_in + _AUDIT.c.tokens_out), 0))
            .where(_AUDIT.c.conversation_id == _CONVERSATION.c.id).scalar_subquery().label("tokens"))
@@ -52,15 +60,14 @@ _TURN_STATE = (
                                _PROGRESS.c.module_id == _CONVERSATION.c.module_id))
     .where(_CONVERSATION.c.id == bindparam("b_conversation"))
 )
-_TOUCH_CONVERSATION = (update(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))
-                       .values(updated_at=bindparam("b_now")))
-_INSERT_AUDIT = insert(AuditEvent.__table__)
-_SET_PROGRESS = (update(ProgressRecord.__table__)
-                 .where(ProgressRecord.__table__.c.learner_id == bindparam("b_learner"),
-                        ProgressRecord.__table__.c.module_id == bindparam("b_module"))
-                 .values(covered_json=bindparam("b_covered"), milestones_json=bindparam("b_milestones"),
-                         updated_at=bindparam("b_now")))
+_INSERT_AUDIT = Statement(insert(_AUDIT), keys=[k for k in _AUDIT.c.keys() if k != "id"])
+_SET_PROGRESS = Statement(update(_PROGRESS)
+                          .where(_PROGRESS.c.learner_id == bindparam("b_learner"),
+                                 _PROGRESS.c.module_id == bindparam("b_module"))
+                          .values(covered_json=bindparam("b_covered"), milestones_json=bindparam("b_milestones"),
+                                  updated_at=bindparam("b_now")))
 _INSERT_PROGRESS = insert(ProgressRecord.__table__)
+_INSERT_RISK, _INSERT_CHECK = insert(RiskEvent.__table__), insert(CheckAttempt.__table__)
 
 
 @dataclass(frozen=True)
@@ -75,15 +82,14 @@ class TurnInputs:
 def turn_inputs(store: Store, conversation_id: int, upto: int | None) -> TurnInputs:
     """Everything said before learner message `upto` (and replies to earlier messages that
     were stored after it); never that message or later learner messages."""
-    with store.session(read_only=True) as s:
-        db = s.connection()
+    with store.connect(read_only=True) as db:
         found = _turn_state(db, conversation_id)
         rows = db.execute(_MEMORY, {"b_conversation": conversation_id}).all()
     return _inputs(found, rows, upto)
 
 
 def _turn_state(db: Any, conversation_id: int) -> Any:
-    found = db.execute(_TURN_STATE, {"b_conversation": conversation_id}).mappings().first()
+    found = _TURN_STATE.run(db, {"b_conversation": conversation_id}).first()
     assert found is not None
     return found
 
@@ -138,24 +144,40 @@ def store_reply(
     state: ProgressState,
     reply_to_seq: int | None,
     risks: Iterable[RiskEvent] = (),
-    guard: Callable[[Session], None] | None = None,
+    guard: Callable[[Connection], None] | None = None,
     checks: Iterable[dict[str, Any]] = (),
 ) -> MessageView:
     """The tutor's reply, one audit row per model call, the learner's progress, the
     safety screen's flags for review and the judged answers (CheckAttempt fields, plain
-    data), in one transaction. `guard` runs first in that
-    transaction and may raise to store nothing (tutor.claims.release: the reply claim)."""
+    data), in one transaction. `guard` runs first in that transaction and may raise to
+    store nothing (tutor.claims.release: the reply claim). The reply takes the next seq in
+    its own INSERT; a learner message stored at the same moment with that seq (PostgreSQL
+    runs both at once) makes the transaction try again."""
+    risks, checks = list(risks), list(checks)
+    for attempt in range(STORE_TRIES):
+        try:
+            return _store_reply_once(store, conv, module_id, raw, shown, outcome, flags, attempts, state,
+                                     reply_to_seq, risks, guard, checks)
+        except IntegrityError:
+            if attempt == STORE_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+STORE_TRIES = 5
+
+
+def _store_reply_once(store: Store, conv: Conversation, module_id: str, raw: str, shown: TutorResponse | None,
+                      outcome: str, flags: list[str], attempts: list[Any], state: ProgressState,
+                      reply_to_seq: int | None, risks: list[RiskEvent], guard: Callable[[Connection], None] | None,
+                      checks: list[dict[str, Any]]) -> MessageView:
     forms = (shown.content.forms or []) if shown else []
     conversation_id = conv.id or 0
-    with store.session() as s:
+    with store.connect() as db:
         if guard is not None:
-            guard(s)
-        db = s.connection()
-        last_seq = db.execute(_LAST_SEQ, {"b_conversation": conversation_id}).scalar()
-        row = new_message(
-            db,
+            guard(db)
+        values = defaults_of(Message) | dict(
             conversation_id=conversation_id,
-            seq=0 if last_seq is None else last_seq + 1,
             role="tutor",
             raw=raw,
             parsed_json=json.dumps(shown.to_json_dict(), ensure_ascii=False) if shown else None,
@@ -164,22 +186,26 @@ def store_reply(
             form_states_json=json.dumps({f.id: {"status": "open"} for f in forms}),
             reply_to_seq=reply_to_seq,
         )
+        values.pop("seq", None)
+        values["id"], values["seq"] = _INSERT_REPLY.run(db, values | {"b_conversation": conversation_id}).rows[0]
+        row = conversations.StoredMessage(values)
         if attempts:
-            db.execute(_INSERT_AUDIT, [_audit_values(conversation_id, row.id, a) for a in attempts])
-        for risk in risks:
-            risk.reply_id = row.id
-            s.add(risk)
-        for judged in checks:
-            s.add(CheckAttempt(**judged, reply_id=row.id))
+            _INSERT_AUDIT.run_many(db, [_audit_values(conversation_id, row.id, a) for a in attempts])
+        flagged = [risk.model_dump(exclude={"id"}) | {"reply_id": row.id} for risk in risks]
+        if flagged:
+            db.execute(_INSERT_RISK, flagged)
+        judged = [CheckAttempt(**check, reply_id=row.id).model_dump(exclude={"id"}) for check in checks]
+        if judged:
+            db.execute(_INSERT_CHECK, judged)
         payload = state.to_dict()
         covered, milestones = json.dumps(list(payload["covered"])), json.dumps(list(payload["milestones"]))
         now = utcnow()
-        if not db.execute(_SET_PROGRESS, {"b_learner": conv.learner_id, "b_module": module_id, "b_covered": covered,
+        if not _SET_PROGRESS.run(db, {"b_learner": conv.learner_id, "b_module": module_id, "b_covered": covered,
                                           "b_milestones": milestones, "b_now": now}).rowcount:
             db.execute(_INSERT_PROGRESS, {"learner_id": conv.learner_id, "module_id": module_id,
                                           "covered_json": covered, "milestones_json": milestones, "updated_at": now})
-        db.execute(_TOUCH_CONVERSATION, {"b_conversation": conversation_id, "b_now": utcnow()})
-        s.commit()
+        TOUCH_CONVERSATION.run(db, {"b_conversation": conversation_id, "b_now": utcnow()})
+        db.commit()
         return MessageView.from_row(row)  # type: ignore[arg-type]
 
 
@@ -235,8 +261,7 @@ def begin(store: Store, conversation_id: int, lease_s: float, holder: str) -> Tu
     at 200 learners the hand-overs to a thread and the statements cost more CPU than the
     rest of the turn. The reads come before the claim: whatever is stored meanwhile comes
     with a reply to this very message, which the claim's own check finds."""
-    with store.session(read_only=True) as s:
-        db = s.connection()
+    with store.connect(read_only=True) as db:
         messages = conversations.read_messages(db, conversation_id)
         found = _turn_state(db, conversation_id)
         scored = mastery.read_scores(db, conversation_id)
@@ -254,10 +279,9 @@ def begin(store: Store, conversation_id: int, lease_s: float, holder: str) -> Tu
 
 def view_state(store: Store, conversation_id: int) -> tuple[Conversation, str, ProgressState, list[MessageView],
                                                              list[tuple[str, int | None]]]:
-    """A page's view of a conversation in one session: conversations.conversation_state
+    """A page's view of a conversation on one connection: conversations.conversation_state
     and the judged scores (mastery)."""
-    with store.session(read_only=True) as s:
-        db = s.connection()
+    with store.connect(read_only=True) as db:
         return (*conversations.conversation_state(db, conversation_id), mastery.read_scores(db, conversation_id))
 
 

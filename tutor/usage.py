@@ -132,14 +132,22 @@ class UsageLimits:
     async def admit_turn(self, learner_key: str) -> None:
         """Count one learner turn, or raise LimitReached (nothing counted) when the learner
         has spent today's tokens or sent too many turns in the last minute."""
+        if self._remote:
+            await asyncio.to_thread(self.admit_turn_now, learner_key)
+        else:
+            self.admit_turn_now(learner_key)
+
+    def admit_turn_now(self, learner_key: str) -> None:
+        """admit_turn in the calling thread: for the database call that stores the learner's
+        message (tutor.conversations.accept), which admits the turn inside its transaction —
+        after finding a resend already stored (never counted, never refused) and before
+        storing anything (a refused message is not stored)."""
         who = _who(learner_key)
-        if self._tokens is not None and not await self._run(self._fixed.test, self._tokens, who):
-            reset = await self._run(self._fixed.get_window_stats, self._tokens, who)
-            wait = self._wait(reset)
+        if self._tokens is not None and not self._call(self._fixed.test, self._tokens, who):
+            wait = self._wait(self._call(self._fixed.get_window_stats, self._tokens, who))
             raise LimitReached("tokens", Phrase(TOKENS_TEXT, wait=in_words(wait)), wait)
-        if self._turns is not None and not await self._run(self._moving.hit, self._turns, who):
-            reset = await self._run(self._moving.get_window_stats, self._turns, who)
-            wait = self._wait(reset)
+        if self._turns is not None and not self._call(self._moving.hit, self._turns, who):
+            wait = self._wait(self._call(self._moving.get_window_stats, self._turns, who))
             raise LimitReached("turns", Phrase(TURNS_TEXT, wait=in_words(wait)), wait)
 
     async def spend_tokens(self, learner_key: str, tokens: int) -> None:
@@ -181,10 +189,14 @@ class UsageLimits:
         return max(1.0, stats.reset_time - self.clock())
 
     async def _run(self, fn, *args: Any, default: Any = None, **kwargs: Any) -> Any:
+        """One call to the counting store, off the event loop when it is Redis."""
+        if self._remote:
+            return await asyncio.to_thread(self._call, fn, *args, default=default, **kwargs)
+        return self._call(fn, *args, default=default, **kwargs)
+
+    def _call(self, fn, *args: Any, default: Any = None, **kwargs: Any) -> Any:
         """One call to the counting store; if it cannot be reached, let the learner through."""
         try:
-            if self._remote:
-                return await asyncio.to_thread(fn, *args, **kwargs)
             return fn(*args, **kwargs)
         except Exception as exc:  # Redis down or refusing: the lesson goes on, uncounted
             now = time.monotonic()
