@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import time
 import uuid
 
 import pytest
@@ -10,6 +12,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel, select
 
+from tutor import conversations, turn_store
+from tutor.llm.base import LearnerInput
+from tutor.progress import ProgressState
 from tutor.settings import ConfigError, database_url
 from tutor.store import Conversation, Learner, Message, Store, db_threads
 
@@ -82,3 +87,26 @@ def test_a_database_thread_count_that_cannot_work_names_the_variable_and_a_value
         db_threads({"TUTOR_DB_THREADS": raw})
     with pytest.raises(ValueError):  # what the setting raised before: callers catching it still do
         db_threads({"TUTOR_DB_THREADS": raw}, sqlite=True)
+
+
+def test_a_reply_numbered_at_the_same_moment_as_a_learner_message_takes_the_next_seq(store_on_each_database):
+    """A reply takes its seq in its own INSERT. On PostgreSQL a learner message stored at
+    the same moment can take that seq first: the reply's transaction tries again with the
+    next one instead of failing the turn."""
+    store = store_on_each_database
+    conversation_id, _ = conversations.find_or_create(store, "kim", "understanding_anxiety", False)
+    asked = conversations.accept(store, conversation_id, LearnerInput(text="What is anxiety?"))
+    conv = conversations.get_conversation(store, conversation_id)
+    rival = store.engine.connect()  # another worker's accept, written but not yet committed
+    conversations.new_message(rival, conversation_id=conversation_id, seq=asked.learner.seq + 1, role="learner",
+                              text="and panic?")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        reply = pool.submit(turn_store.store_reply, store, conv, "understanding_anxiety", raw="{}", shown=None,
+                            outcome="valid", flags=[], attempts=[], state=ProgressState(),
+                            reply_to_seq=asked.learner.seq)
+        time.sleep(0.3)  # PostgreSQL: the reply's INSERT waits on the rival's row; SQLite: on its lock
+        rival.commit()
+        rival.close()
+        stored = reply.result(timeout=10)
+    seqs = [(m.role, m.seq) for m in conversations.history(store, conversation_id)]
+    assert seqs == [("learner", 0), ("learner", 1), ("tutor", 2)] and stored.seq == 2
