@@ -146,7 +146,7 @@ def _cursor(db: Connection, sql: str, values: Any, many: bool = False) -> Any:
     if not db.in_transaction():
         db.begin()
     cursor = db.connection.dbapi_connection.cursor()
-    for listener in db.dispatch.before_cursor_execute:
+    for listener in db.engine.dispatch.before_cursor_execute:  # the engine's (a connection's own: none)
         listener(db, cursor, sql, values, None, many)
     return cursor
 
