@@ -30,7 +30,8 @@ from tutor.dbfaults import DatabaseUnavailable, report
 from tutor.statements import Statement
 from tutor.store import Message, ReplyClaim, Store, utcnow
 
-__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "claim_or_answered", "current_holder", "holder_of", "newest_message_id", "release", "renew"]
+__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "claim_or_answered", "claim_or_answered_on",
+           "current_holder", "holder_of", "newest_message_id", "release", "renew"]
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +83,20 @@ def claim_or_answered(
     none can be stored after it (the claim is ours). (True, None): answer it; (False, id):
     already answered (our claim, if we took one, is dropped); (False, None): another worker
     is writing the reply."""
-    holder = holder or current_holder()
-    with store.connect() as db:  # one transaction: the claim is seen by others only with its answer
-        got = _take(db, conversation_id, seq, lease_s, holder)
-        stored = _reply_id(db, conversation_id, seq)
-        if stored is not None and got:
-            release(db, conversation_id, seq, holder)
-            got = False
-        db.commit()
+    with store.connect() as db:
+        return claim_or_answered_on(db, conversation_id, seq, lease_s, holder or current_holder())
+
+
+def claim_or_answered_on(db: Connection, conversation_id: int, seq: int, lease_s: float,
+                         holder: str) -> tuple[bool, int | None]:
+    """claim_or_answered on a connection, committed (one transaction: the claim is seen by
+    others only with its answer)."""
+    got = _take(db, conversation_id, seq, lease_s, holder)
+    stored = _reply_id(db, conversation_id, seq)
+    if stored is not None and got:
+        release(db, conversation_id, seq, holder)
+        got = False
+    db.commit()
     return got, stored
 
 

@@ -260,16 +260,17 @@ def begin(store: Store, conversation_id: int, lease_s: float, holder: str) -> Tu
     the model reads (turn_reads). One trip and five statements where three trips took ten:
     at 200 learners the hand-overs to a thread and the statements cost more CPU than the
     rest of the turn. The reads come before the claim: whatever is stored meanwhile comes
-    with a reply to this very message, which the claim's own check finds."""
-    with store.connect(read_only=True) as db:
+    with a reply to this very message, which the claim's own check finds. One connection
+    for both (on PostgreSQL the reads join the claim's transaction: no round trip more)."""
+    with store.connect() as db:
         messages = conversations.read_messages(db, conversation_id)
         found = _turn_state(db, conversation_id)
         scored = mastery.read_scores(db, conversation_id)
-    pending = conversations.owed_in(messages)
-    if pending is None:
-        return TurnStart(None)
-    seq = claims.OPENING_SEQ if pending is OPENING else pending.learner.seq
-    got, stored = claims.claim_or_answered(store, conversation_id, seq, lease_s, holder)
+        pending = conversations.owed_in(messages)
+        if pending is None:
+            return TurnStart(None)
+        seq = claims.OPENING_SEQ if pending is OPENING else pending.learner.seq
+        got, stored = claims.claim_or_answered_on(db, conversation_id, seq, lease_s, holder)
     if not got:
         return TurnStart(pending, found["module_id"], got, stored)
     upto = None if pending is OPENING else seq
