@@ -150,27 +150,35 @@ class Module(_Strict):
         self.milestones = sorted(set(self.milestones))
         return self
 
-    # Read a few dozen times a turn. Kept with the phases they were made from: a copy with
-    # other phases (model_copy(update=...)) makes its own; modules are read-only once loaded.
-    _derived: dict[str, tuple[list[Phase], tuple]] = PrivateAttr(default_factory=dict)
+    # Read a few dozen times a turn: (the phases they were made from, sections, topics, topic
+    # ids). A copy with other phases (model_copy(update=...)) makes its own; modules are
+    # read-only once loaded.
+    _derived: tuple | None = PrivateAttr(default=None)
 
-    def _from_phases(self, name: str, build) -> tuple:
-        cached = self._derived.get(name)
-        if cached is None or cached[0] is not self.phases:
-            cached = self._derived[name] = (self.phases, tuple(build()))
-        return cached[1]
+    def _derive(self) -> tuple:
+        sections = tuple(s for p in self.phases for s in p.sections)
+        topics = tuple(t for s in sections for t in s.topics)
+        derived = (self.phases, sections, topics, tuple(t.id for t in topics))
+        self.__pydantic_private__["_derived"] = derived
+        return derived
+
+    def _current(self) -> tuple:
+        # __pydantic_private__ read directly: `self._derived` goes through BaseModel.__getattr__,
+        # which cost more than everything else here.
+        derived = self.__pydantic_private__["_derived"]
+        return derived if derived is not None and derived[0] is self.phases else self._derive()
 
     @property
     def topics(self) -> tuple[Topic, ...]:
-        return self._from_phases("topics", lambda: (t for s in self.sections for t in s.topics))
+        return self._current()[2]
 
     @property
     def topic_ids(self) -> tuple[str, ...]:
-        return self._from_phases("topic_ids", lambda: (t.id for t in self.topics))
+        return self._current()[3]
 
     @property
     def sections(self) -> tuple[Section, ...]:
-        return self._from_phases("sections", lambda: (s for p in self.phases for s in p.sections))
+        return self._current()[1]
 
     def topic(self, topic_id: str) -> Topic | None:
         return next((t for t in self.topics if t.id == topic_id), None)

@@ -34,32 +34,15 @@ from tutor.contract import ModuleState, Progress
 from tutor.text import normalize, words
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module, Topic
+    from tutor.modules import Module, Phase, Topic
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "MAX_SEEN_PER_TURN",
-    "ProgressState",
-    "ProgressUpdate",
-    "Shown",
-    "apply_evidence",
-    "coverage_count",
-    "covered_ids",
-    "detect_form",
-    "detect_text",
-    "done_count",
-    "form_covers",
-    "is_complete",
-    "mastered_ids",
-    "milestones_reached",
-    "module_state",
-    "next_topic",
-    "normalize",
-    "percentage",
-    "reconcile",
-    "server_progress",
-    "shown_topics",
+    "MAX_SEEN_PER_TURN", "ProgressState", "ProgressUpdate", "Shown", "apply_evidence", "checked_count",
+    "coverage_count", "covered_ids", "detect_form", "detect_text", "done_count", "form_covers",
+    "is_complete", "mastered_ids", "milestones_reached", "module_state", "next_topic", "normalize",
+    "percentage", "reconcile", "server_progress", "shown_topics",
 ]
 
 # A reply teaches one topic, maybe two that belong together; more is a list, not teaching.
@@ -122,19 +105,20 @@ def _phrase(text: str) -> str:
 
 
 # Folding every phrase on every turn cost ~1.6 ms of CPU per turn (benchmarks/load_bench):
-# what is derived from a module's topics is computed once per loaded module object
-# (modules are read-only once loaded).
-_PER_MODULE: dict[tuple[str, int], tuple[Module, Any]] = {}
+# what is derived from a module's topics is computed once per loaded module object and its
+# topic list (Module makes a new list when its phases change; modules are read-only once loaded).
+_PER_MODULE: dict[tuple[str, int], tuple[tuple, Any]] = {}
 
 
 def _per_module(name: str, module: Module, build: Callable[[Module], Any]) -> Any:
+    topics = module.topics
     cached = _PER_MODULE.get((name, id(module)))
-    if cached is not None and cached[0] is module:
+    if cached is not None and cached[0] is topics:
         return cached[1]
     if len(_PER_MODULE) > 128:  # modules reloaded many times (tests): forget the old ones
         _PER_MODULE.clear()
     value = build(module)
-    _PER_MODULE[(name, id(module))] = (module, value)
+    _PER_MODULE[(name, id(module))] = (topics, value)
     return value
 
 
@@ -157,39 +141,42 @@ def detect_text(module: Module, text: str | None) -> set[str]:
         return set()
     found = words(text)
     haystack, present = f" {' '.join(found)} ", set(found)
+    by_word, unspaced = _needles(module)
     hits = set()
-    for topic_id, needles in _needles(module):
-        for first, needle in needles:
-            # A phrase of one word is in the text when that word is; a longer one only if
-            # its first word is (checked first: a set lookup instead of a text search).
-            if first in present and (needle is None or needle in haystack):
+    # A phrase of one word is in the text when that word is; a longer one only if its first
+    # word is (looked up first: only the phrases starting with a word of the text are tried).
+    for word in present & by_word.keys():
+        for topic_id, needle in by_word[word]:
+            if needle is None or needle in haystack:
                 hits.add(topic_id)
-                break
-            if first is None and needle in haystack:  # a script written without spaces
-                hits.add(topic_id)
-                break
+    for topic_id, needle in unspaced:  # scripts written without spaces
+        if needle in haystack:
+            hits.add(topic_id)
     return hits
 
 
-def _needles(module: Module) -> list[tuple[str, list[tuple[str | None, str | None]]]]:
-    """Per topic, (first word, text to find) for each phrase: (word, None) for a one-word
-    phrase, (None, phrase) for one in a script without spaces. Once per module object."""
+_Needles = tuple[dict[str, list[tuple[str, str | None]]], list[tuple[str, str]]]
+
+
+def _needles(module: Module) -> _Needles:
+    """(first word -> (topic id, text to find or None for a one-word phrase) for each phrase
+    starting with it; (topic id, phrase) for phrases in a script without spaces). Once per
+    module object."""
     return _per_module("needles", module, _find_needles)
 
 
-def _find_needles(module: Module) -> list[tuple[str, list[tuple[str | None, str | None]]]]:
-    out = []
+def _find_needles(module: Module) -> _Needles:
+    by_word: dict[str, list[tuple[str, str | None]]] = {}
+    unspaced: list[tuple[str, str]] = []
     for topic_id, phrases in topic_phrases(module).items():
-        needles: list[tuple[str | None, str | None]] = []
         for phrase in phrases:
             if _UNSPACED.search(phrase):
-                needles.append((None, phrase))
+                unspaced.append((topic_id, phrase))
             elif " " in phrase:
-                needles.append((phrase.split(" ", 1)[0], f" {phrase} "))
+                by_word.setdefault(phrase.split(" ", 1)[0], []).append((topic_id, f" {phrase} "))
             else:
-                needles.append((phrase, None))
-        out.append((topic_id, needles))
-    return out
+                by_word.setdefault(phrase, []).append((topic_id, None))
+    return by_word, unspaced
 
 
 def _filled(answers: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -231,7 +218,8 @@ def shown_topics(
     """The topics a reply showed: claimed by canonical id and mentioned in the reply's own
     text, or cited with a verified quote. At most MAX_SEEN_PER_TURN of them new, those the
     learner asked about (`preferred`) first, then in the author's order."""
-    canonical = set(module.topic_ids)
+    shape = _shape(module)
+    canonical = shape.canonical
     claims = list(dict.fromkeys(str(c) for c in claimed))
     mentioned = detect_text(module, reply_text)
     cited_ids = set(cited) & canonical
@@ -242,7 +230,7 @@ def shown_topics(
         log.info("module %s: claims not counted as seen %s", module.id, ignored)
     wanted = set(preferred)
     new = sorted((t for t in backed if t not in already),
-                 key=lambda t: (t not in wanted, module.topic_ids.index(t)))
+                 key=lambda t: (t not in wanted, shape.position[t]))
     kept = set(new[:MAX_SEEN_PER_TURN])
     if len(new) > MAX_SEEN_PER_TURN:
         log.info("module %s: a reply showed %d new topics; %d counted", module.id, len(new), MAX_SEEN_PER_TURN)
@@ -254,10 +242,38 @@ def shown_topics(
 # --- measures -----------------------------------------------------------------------------
 
 
+class _Shape:
+    """What the measures read of a module's topics, derived once per topic list (they run
+    several times a turn). A topic is done when it is mastered if it has checks, else seen."""
+
+    __slots__ = ("canonical", "checked", "checked_count", "pairs", "sections", "phase_of", "position")
+
+    def __init__(self, module: Module) -> None:
+        topics = module.topics
+        self.canonical = frozenset(module.topic_ids)
+        self.checked = frozenset(t.id for t in topics if t.checks)
+        self.pairs = tuple((t.id, bool(t.checks)) for t in topics)  # (id, has checks), one per topic
+        self.checked_count = sum(1 for t in topics if t.checks)
+        # Per section: the section, its topic ids, and its topics' ids with checks and without.
+        self.sections = tuple((s, tuple(t.id for t in s.topics), frozenset(t.id for t in s.topics if t.checks),
+                               frozenset(t.id for t in s.topics if not t.checks)) for s in module.sections)
+        self.phase_of: dict[str, Phase] = {}  # Module.phase_of, as a lookup
+        for phase in module.phases:
+            for section in phase.sections:
+                self.phase_of.setdefault(section.id, phase)
+        self.position: dict[str, int] = {}  # topic id -> its first place in the author's order
+        for i, topic_id in enumerate(module.topic_ids):
+            self.position.setdefault(topic_id, i)
+
+
+def _shape(module: Module) -> _Shape:
+    return _per_module("shape", module, _Shape)
+
+
 def covered_ids(module: Module, state: ProgressState) -> list[str]:
     """Seen topics in the order they were seen; ids of topics an author has since removed
     from the module don't count."""
-    canonical = set(module.topic_ids)
+    canonical = _shape(module).canonical
     return [t for t in state.covered if t in canonical]
 
 
@@ -267,26 +283,34 @@ def coverage_count(module: Module, state: ProgressState) -> int:
 
 def mastered_ids(module: Module, state: ProgressState) -> list[str]:
     """Mastered topics that still have checks, in the order they were mastered."""
-    checked = {t.id for t in module.topics if t.checks}
+    checked = _shape(module).checked
     return [t for t in state.mastered if t in checked]
 
 
-def _done(topic: Topic, seen: set[str], mastered: set[str]) -> bool:
-    return topic.id in mastered if topic.checks else topic.id in seen
+def checked_count(module: Module) -> int:
+    """How many topics have checks."""
+    return _shape(module).checked_count
 
 
 def done_count(module: Module, state: ProgressState) -> int:
-    seen, mastered = set(state.covered), set(state.mastered)
-    return sum(1 for t in module.topics if _done(t, seen, mastered))
+    return _tally(module, state)[1]
 
 
 def is_complete(module: Module, state: ProgressState) -> bool:
     return bool(module.topics) and done_count(module, state) == len(module.topics)
 
 
-def _units(module: Module, state: ProgressState) -> int:
+def _tally(module: Module, state: ProgressState) -> tuple[int, int]:
+    """(units, topics done): a topic weighs 2 units when done, 1 when only seen."""
     seen, mastered = set(state.covered), set(state.mastered)
-    return sum(2 if _done(t, seen, mastered) else 1 if t.id in seen else 0 for t in module.topics)
+    units = done = 0
+    for topic_id, checked in _shape(module).pairs:
+        if topic_id in mastered if checked else topic_id in seen:
+            units += 2
+            done += 1
+        elif topic_id in seen:
+            units += 1
+    return units, done
 
 
 def next_topic(module: Module, state: ProgressState) -> Topic | None:
@@ -296,14 +320,18 @@ def next_topic(module: Module, state: ProgressState) -> Topic | None:
 
 
 def percentage(module: Module, state: ProgressState) -> float:
+    return _percent(module, _tally(module, state)[0])
+
+
+def _percent(module: Module, units: int) -> float:
     total = 2 * len(module.topics)
-    return round(_units(module, state) * 100 / total, 1) if total else 0.0
+    return round(units * 100 / total, 1) if total else 0.0
 
 
 def milestones_reached(module: Module, state: ProgressState) -> tuple[str, ...]:
     """The module's milestone labels reached in this state, lowest first."""
     total = 2 * len(module.topics)
-    units = _units(module, state)
+    units = _tally(module, state)[0]
     # Integer comparison: 10 of 40 units is exactly 25%, with no float rounding at the edge.
     return tuple(f"{t}%" for t in module.milestones if total and units * 100 >= t * total)
 
@@ -316,7 +344,7 @@ def reconcile(
 ) -> ProgressUpdate:
     """Fold one turn's server evidence into the state: topics `seen` and topics `mastered`
     (a mastered topic is seen too). Ids that are not the module's are ignored."""
-    canonical = set(module.topic_ids)
+    canonical = _shape(module).canonical
     gained = set(mastered) & canonical
     evidence = (set(seen) | gained) & canonical
     unknown = sorted((set(seen) | set(mastered)) - canonical)
@@ -347,11 +375,12 @@ def apply_evidence(
 def server_progress(module: Module, update: ProgressUpdate) -> Progress:
     """The `meta.progress` the learner sees: the server's, never the model's claim.
     `covered_topics` are the topics seen; `remaining_topics` those not done yet."""
+    units, done = _tally(module, update.state)
     return Progress(
-        percentage=percentage(module, update.state),
+        percentage=_percent(module, units),
         covered_topics=covered_ids(module, update.state),
         newly_covered=list(update.newly_covered),
-        remaining_topics=len(module.topic_ids) - done_count(module, update.state),
+        remaining_topics=len(module.topic_ids) - done,
         milestone=update.milestone,
     )
 
@@ -360,14 +389,18 @@ def module_state(module: Module, state: ProgressState) -> ModuleState:
     """Where the learner is: the section of the first topic not seen (once all are seen,
     of the first not done; the last section once the module is complete)."""
     seen, mastered = set(state.covered), set(state.mastered)
-    sections = module.sections
+    shape = _shape(module)
+    sections = shape.sections
+    # A section's topics are all done when those with checks are mastered and the others seen.
     current = next(
-        (s for s in sections if any(t.id not in seen for t in s.topics)),
-        next((s for s in sections if any(not _done(t, seen, mastered) for t in s.topics)),
-             sections[-1] if sections else None),
+        (s for s, ids, _, _ in sections if not seen.issuperset(ids)),
+        next((s for s, _, checked, unchecked in sections
+              if not (mastered.issuperset(checked) and seen.issuperset(unchecked))),
+             sections[-1][0] if sections else None),
     )
-    done = sum(1 for s in sections if s.topics and all(_done(t, seen, mastered) for t in s.topics))
-    phase = module.phase_of(current.id) if current else None
+    done = sum(1 for s, ids, checked, unchecked in sections
+               if ids and mastered.issuperset(checked) and seen.issuperset(unchecked))
+    phase = shape.phase_of.get(current.id) if current else None
     return ModuleState(
         current_phase=phase.title if phase else None,
         current_section=current.title if current else None,

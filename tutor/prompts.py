@@ -118,35 +118,90 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+class _ModuleText:
+    """The parts of the system prompt that depend on the module alone, written once per
+    module (they cost ~30 us a turn): the header lines and, per topic, its listing line for
+    each of covered / mastered."""
+
+    __slots__ = ("head", "milestones", "checked", "listing", "instructions")
+
+    def __init__(self, module: Module) -> None:
+        self.head = [
+            f"## Module: {module.title} (id: {module.id})",
+            module.description.strip(),
+            f"Teach in the module's language ({module.language}) unless the learner writes in another one.",
+        ]
+        self.milestones = ", ".join(f"{m}%" for m in module.milestones)
+        self.checked = sum(1 for t in module.topics if t.checks)
+        # (topic id, its line as [ ] / [x] / [ ] mastered / [x] mastered), or (None, (line,))
+        listing: list[tuple[str | None, tuple[str, ...]]] = []
+        for phase in module.phases:
+            listing.append((None, (f"Phase: {phase.title}",)))
+            for section in phase.sections:
+                listing.append((None, (f"  Section: {section.title}",)))
+                for topic in section.topics:
+                    listing.append((topic.id, tuple(f"  - [{mark}] {topic.id}: {topic.title}{note}"
+                                                    for note in ("", " (mastered)") for mark in (" ", "x"))))
+        self.listing = listing
+        self.instructions: str | None = None  # rendered with the defaults, strict: filled on first use
+
+
+_MODULE_TEXT: dict[int, tuple[tuple, _ModuleText]] = {}
+
+
+def _module_text(module: Module) -> _ModuleText:
+    # Valid while the module object and every field it was written from are the same objects
+    # (Module makes a new topic list when its phases change).
+    made_from = (module, module.id, module.title, module.description, module.language, module.milestones,
+                 module.topics, module.instructions, module.variables)
+    cached = _MODULE_TEXT.get(id(module))
+    if cached is not None and all(a is b for a, b in zip(cached[0], made_from)):
+        return cached[1]
+    if len(_MODULE_TEXT) > 128:  # modules reloaded many times (tests): forget the old ones
+        _MODULE_TEXT.clear()
+    text = _ModuleText(module)
+    _MODULE_TEXT[id(module)] = (made_from, text)
+    return text
+
+
 def module_context(module: Module, state: ProgressState) -> str:
     """What the model must know about the module and the learner's place in it."""
+    text = _module_text(module)
     covered, mastered = set(state.covered), set(mastered_ids(module, state))
     done, total = coverage_count(module, state), len(module.topic_ids)
-    checked = sum(1 for t in module.topics if t.checks)
+    checked = text.checked
     mastery = (f" {len(mastered)} of {checked} topics with checks mastered (the app asks and judges checks; "
                "never claim mastery or give scores yourself)." if checked else "")
     where = module_state(module, state)
-    milestones = ", ".join(f"{m}%" for m in module.milestones)
     celebrated = ", ".join(state.milestones) or "none yet"
     lines = [
-        f"## Module: {module.title} (id: {module.id})",
-        module.description.strip(),
-        f"Teach in the module's language ({module.language}) unless the learner writes in another one.",
-        f"Progress: {done} of {total} topics covered.{mastery} Milestones: {milestones} "
+        *text.head,
+        f"Progress: {done} of {total} topics covered.{mastery} Milestones: {text.milestones} "
         f"(already celebrated: {celebrated}).",
         f"Current place: {where.current_phase} / {where.current_section}.",
         "",
         "Topics in teaching order ([x] covered, [ ] remaining). In meta.progress use these ids exactly:",
     ]
-    for phase in module.phases:
-        lines.append(f"Phase: {phase.title}")
-        for section in phase.sections:
-            lines.append(f"  Section: {section.title}")
-            for topic in section.topics:
-                mark = "x" if topic.id in covered else " "
-                note = " (mastered)" if topic.id in mastered else ""
-                lines.append(f"  - [{mark}] {topic.id}: {topic.title}{note}")
+    for topic_id, variants in text.listing:
+        if topic_id is None:
+            lines.append(variants[0])
+        else:
+            lines.append(variants[(topic_id in covered) + 2 * (topic_id in mastered)])
     return "\n".join(lines)
+
+
+def _instructions(module: Module, variables: Mapping[str, object] | None, strict: bool) -> str:
+    """The author's instructions rendered; with the module's own defaults (what the engine
+    passes) rendered once per module. Drafts (not strict) are rendered each time: they log."""
+    text = _module_text(module) if strict and not variables else None
+    if text is not None and text.instructions is not None:
+        return text.instructions
+    values: dict[str, object] = {name: var.default for name, var in module.variables.items()}
+    values.update(variables or {})
+    rendered = render_template(module.instructions, values, strict).strip()
+    if text is not None:
+        text.instructions = rendered
+    return rendered
 
 
 def system_prompt(
@@ -157,10 +212,8 @@ def system_prompt(
     strict: bool = True,
     teaching: TeachingContext | None = None,
 ) -> str:
-    values: dict[str, object] = {name: var.default for name, var in module.variables.items()}
-    values.update(variables or {})
     parts = [GLOBAL_RULES, module_context(module, state)]
-    instructions = render_template(module.instructions, values, strict).strip()
+    instructions = _instructions(module, variables, strict)
     if instructions:
         parts.append("## Author instructions\n" + instructions)
     notes = teaching_notes(teaching) if teaching is not None else ""

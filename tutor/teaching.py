@@ -311,6 +311,6 @@ def progress_view(module: Module, state: ProgressState, milestone: str | None) -
         milestones=list(state.milestones),
         module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),
         mastered=progress_mod.mastered_ids(module, state),
-        checked=sum(1 for t in module.topics if t.checks),
+        checked=progress_mod.checked_count(module),
         done=progress_mod.done_count(module, state),
     )
