@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import socket
+import time
 
 import pytest
 import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tutor import usage
 from tutor.settings import ConfigError
 from tutor.usage import LimitReached, UsageLimits, UsageSettings, in_words
 
@@ -223,3 +226,18 @@ def test_redis_down_lets_learners_through_with_one_warning(caplog):
         run(go())
     warnings = [r.getMessage() for r in caplog.records if r.name == "tutor.usage"]
     assert len(warnings) == 1 and "TUTOR_REDIS_URL" in warnings[0]
+
+
+def test_a_redis_that_hangs_lets_a_turn_through_after_the_timeout_not_never():
+    """A Redis that accepts connections and never answers: each count gives up after
+    REDIS_TIMEOUT_S (redis-py alone would wait forever, holding the database thread that
+    admits the turn), and the learner is let through."""
+    hanging = socket.create_server(("127.0.0.1", 0))  # connects, never answers
+    try:
+        limits = UsageLimits(UsageSettings(turns_per_minute=1,
+                                           redis_url=f"redis://127.0.0.1:{hanging.getsockname()[1]}/0"))
+        started = time.monotonic()
+        limits.admit_turn_now("ada")  # as the accept trip calls it
+        assert time.monotonic() - started < 4 * usage.REDIS_TIMEOUT_S
+    finally:
+        hanging.close()

@@ -5,6 +5,7 @@ typed username, never the password)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
@@ -18,7 +19,7 @@ from tutor import dbfaults, sessions
 from tutor.accounts import AccountError, AuthSettings, authenticate, create_account, normalise_username, safe_next
 
 log = logging.getLogger(__name__)
-LIMIT = sessions.FailureLimit()
+LIMIT = sessions.FailureLimitFromEnv()  # in Redis when TUTOR_REDIS_URL is set; built on first use
 
 REFUSED = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Tutor</title></head>
 <body><main><h1>That form could not be sent</h1>
@@ -118,7 +119,8 @@ async def signin(request: Request) -> Response:
         return post
     username, next_path = post.username, post.next_path
     name, address = normalise_username(username), client_address(request, post.settings)
-    wait = LIMIT.wait_minutes(name, address)
+    # The failure count may be in Redis (a network call): off the event loop, like the rest.
+    wait = await asyncio.to_thread(LIMIT.wait_minutes, name, address)
     if wait:
         return _back("/signin", "throttled", username, next_path, minutes=wait)
     try:
@@ -127,12 +129,12 @@ async def signin(request: Request) -> Response:
         response = await _session_for(request, store, account.id, post)
     except AccountError as refusal:
         if refusal.code == "credentials":
-            LIMIT.failed(name, address)
+            await asyncio.to_thread(LIMIT.failed, name, address)
         return _back("/signin", refusal.code, username, next_path)
     except dbfaults.DatabaseUnavailable as fault:
         dbfaults.report(fault, log, "sign-in")
         return _back("/signin", "unavailable", username, next_path)
-    LIMIT.succeeded(name, address)
+    await asyncio.to_thread(LIMIT.succeeded, name, address)
     return response
 
 

@@ -1,23 +1,21 @@
 """Sign-in sessions: a random token in an HttpOnly cookie, only its SHA-256 in the database.
 
 Plain Python. `tutor.accounts` decides who may sign in; this module keeps them signed in:
-making, finding (sliding expiry), and ending sessions, the cookie's exact flags, and the
-small per-username-and-address limit on failed sign-ins.
+making, finding (sliding expiry), and ending sessions, and the cookie's exact flags. The
+per-username-and-address limit on failed sign-ins is `tutor.signin_limit` (also importable
+from here as FailureLimit and FailureLimitFromEnv).
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import secrets
-import threading
-import time
-from collections import deque
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from sqlmodel import delete, select
 
+from tutor.signin_limit import FailureLimit, FailureLimitFromEnv  # noqa: F401  (importable from here too)
 from tutor.store import Account, AuthSession, Store, utcnow
 
 COOKIE_NAME = "tutor_session"
@@ -122,49 +120,3 @@ def session_cookie(token: str, *, days: float, secure: bool) -> str:
 def cleared_cookie(*, secure: bool) -> str:
     flags = f"{COOKIE_NAME}=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax"
     return flags + ("; Secure" if secure else "")
-
-
-# ------------------------------------------------------------------ failed sign-ins
-
-
-class FailureLimit:
-    """At most `limit` failed sign-ins per (username, address) in `window_s`; past it, the
-    next try waits until the oldest failure leaves the window. Kept in this process: with
-    several workers each counts its own, which still bounds guessing to a few per minute."""
-
-    def __init__(self, limit: int = 10, window_s: float = 15 * 60, clock=time.monotonic) -> None:
-        self.limit, self.window_s, self.clock = limit, window_s, clock
-        self._failures: dict[tuple[str, str], deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
-        failures = self._failures.get(key)
-        if failures is None:
-            return deque()
-        while failures and now - failures[0] >= self.window_s:
-            failures.popleft()
-        if not failures:
-            del self._failures[key]
-        return failures
-
-    def wait_minutes(self, username: str, address: str) -> int:
-        """0 when a try is allowed, else whole minutes until the next one is."""
-        with self._lock:
-            now = self.clock()
-            failures = self._recent((username, address), now)
-            if len(failures) < self.limit:
-                return 0
-            return max(1, math.ceil((failures[0] + self.window_s - now) / 60))
-
-    def failed(self, username: str, address: str) -> None:
-        with self._lock:
-            now = self.clock()
-            key = (username, address)
-            self._recent(key, now)
-            self._failures.setdefault(key, deque()).append(now)
-            if len(self._failures) > 100_000:  # a flood of made-up names: forget the oldest
-                self._failures.pop(next(iter(self._failures)))
-
-    def succeeded(self, username: str, address: str) -> None:
-        with self._lock:
-            self._failures.pop((username, address), None)

@@ -116,7 +116,7 @@ class UsageLimits:
     def __init__(self, settings: UsageSettings | None = None, *, clock=time.time) -> None:
         self.settings = settings or UsageSettings()
         self.clock = clock
-        self._storage = storage_from_string(self.settings.redis_url) if self.settings.redis_url else _Memory()
+        self._storage = redis_storage(self.settings.redis_url) if self.settings.redis_url else _Memory()
         self._remote = self.settings.redis_url is not None
         self._moving = MovingWindowRateLimiter(self._storage)
         self._fixed = FixedWindowRateLimiter(self._storage)
@@ -142,7 +142,7 @@ class UsageLimits:
         message (tutor.conversations.accept), which admits the turn inside its transaction —
         after finding a resend already stored (never counted, never refused) and before
         storing anything (a refused message is not stored)."""
-        who = _who(learner_key)
+        who = hashed_key(learner_key)
         if self._tokens is not None and not self._call(self._fixed.test, self._tokens, who):
             wait = self._wait(self._call(self._fixed.get_window_stats, self._tokens, who))
             raise LimitReached("tokens", Phrase(TOKENS_TEXT, wait=in_words(wait)), wait)
@@ -155,14 +155,14 @@ class UsageLimits:
         is refused)."""
         if self._tokens is None or tokens <= 0:
             return
-        await self._run(self._fixed.hit, self._tokens, _who(learner_key), cost=int(tokens), default=True)
+        await self._run(self._fixed.hit, self._tokens, hashed_key(learner_key), cost=int(tokens), default=True)
 
     async def admit_conversation(self, learner_key: str, *, refusable: bool = True) -> None:
         """Count a new conversation; when `refusable` (start over), raise LimitReached
         instead once the day's allowance is used."""
         if self._conversations is None:
             return
-        who = _who(learner_key)
+        who = hashed_key(learner_key)
         if await self._run(self._moving.hit, self._conversations, who) or not refusable:
             return
         reset = await self._run(self._moving.get_window_stats, self._conversations, who)
@@ -174,7 +174,7 @@ class UsageLimits:
         """Tokens the learner may still spend today (None: no limit)."""
         if self._tokens is None:
             return None
-        stats = await self._run(self._fixed.get_window_stats, self._tokens, _who(learner_key))
+        stats = await self._run(self._fixed.get_window_stats, self._tokens, hashed_key(learner_key))
         return stats.remaining if stats is not None else None
 
     def reset(self) -> None:
@@ -225,6 +225,17 @@ class _Memory(MemoryStorage):
             self.timer.start()
 
 
-def _who(learner_key: str) -> str:
+REDIS_TIMEOUT_S = 1.0
+
+
+def redis_storage(url: str) -> Any:
+    """The `limits` storage at a Redis URL, giving up on each call after REDIS_TIMEOUT_S:
+    redis-py waits forever by default, and a Redis that hangs would hold the database
+    thread admitting a turn (tutor.conversations.accept) or a sign-in for as long."""
+    return storage_from_string(url, socket_connect_timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S)
+
+
+
+def hashed_key(learner_key: str) -> str:
     # The learner key identifies a learner like a password; the counting store needn't know it.
     return hashlib.sha256(learner_key.encode("utf-8")).hexdigest()[:32]
