@@ -341,6 +341,7 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     from tutor.llm.factory import make_provider
     from tutor.modules import load_library
     from tutor.store import Store
+    from tutor.teach import retrieval
     from tutor.usage import UsageLimits, UsageSettings
 
     env = {k: v for k, v in os.environ.items() if k.startswith("TUTOR_")}
@@ -355,7 +356,9 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     # The service's own limits, as tutor.runtime makes them (turns per minute, daily
     # tokens, the cap on model calls in flight), with the cap at --in-flight.
     usage = UsageLimits(replace(UsageSettings.from_env(env), model_calls_in_flight=args.in_flight or args.learners))
-    engine = Engine(store, provider, load_library(), settings, usage=usage)
+    library = load_library()
+    engine = Engine(store, provider, library, settings, usage=usage)
+    await asyncio.to_thread(retrieval.warm, list(library.modules.values()))  # as the app does at start
     out = []
     try:
         if not args.no_baseline:

@@ -11,6 +11,7 @@ from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
+from tutor.teach import retrieval
 from tutor.usage import UsageLimits, UsageSettings
 
 log = logging.getLogger(__name__)
@@ -35,4 +36,6 @@ def get_engine() -> Engine:
                     log.error("module not served: %s", problem)
             _engine = Engine(store, make_provider(settings), library, settings, SafetySettings.from_env(),
                              usage=UsageLimits(usage))
+            threading.Thread(target=retrieval.warm, args=(list(library.modules.values()),),
+                             name="tutor-warm", daemon=True).start()
         return _engine

@@ -7,7 +7,7 @@ import time
 from tests.teach.helpers import write_mini
 from tutor.modules import load_library
 from tutor.teach import Index, Passage, retrieve
-from tutor.teach.retrieval import tokens
+from tutor.teach.retrieval import tokens, warm
 
 
 def test_search_returns_passages_with_their_source_section_and_topic(sample):
@@ -72,3 +72,15 @@ def test_questions_off_the_module_get_no_passages(sample):
                      "Who will win the football tonight?", "What's the weather like?"]:
         assert retrieve(sample, question, on_topic_only=True) == [], question
     assert retrieve(sample, "Why does my heart race?", on_topic_only=True)
+
+
+def test_warming_builds_each_index_ahead_so_the_first_question_finds_it_ready():
+    library = load_library()
+    modules = list(library.modules.values())
+    assert modules and not any(id(m) in Index._cache for m in modules)  # a fresh load: none built
+    warm(modules)
+    assert all(id(m) in Index._cache for m in modules)
+    started = time.perf_counter()
+    for module in modules:
+        retrieve(module, "What does anxiety do in the body?")
+    assert time.perf_counter() - started < 0.05 * len(modules)  # building one takes ~0.1 s
