@@ -25,7 +25,8 @@ through the same provider and HTTP client, with no engine and no database: what 
 loopback model and the HTTP client cost on their own.
 
 `--runs 3` repeats the engine run in one process over the same database (new learners each
-time): nothing should grow. `--breakdown` times each kind of database call (waiting for a
+time): nothing should grow. `--pin` runs the engine on one CPU, as a worker with
+TUTOR_PIN_CPU=auto (tutor/cpu_pin.py). `--breakdown` times each kind of database call (waiting for a
 thread, running, CPU, back on the loop). `--database-url postgresql+psycopg2://...@host/db`
 uses that PostgreSQL server: the benchmark creates a fresh database beside `db` and drops
 it at the end; by default a fresh SQLite file in a temporary directory. `--profile FILE`
@@ -344,6 +345,10 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     from tutor.teach import retrieval
     from tutor.usage import UsageLimits, UsageSettings
 
+    if args.pin:  # as a worker with TUTOR_PIN_CPU=auto (the model's process, already started, is not)
+        from tutor.cpu_pin import pin_to_one_cpu
+
+        print(f"pinned to CPU {pin_to_one_cpu()}", flush=True)
     env = {k: v for k, v in os.environ.items() if k.startswith("TUTOR_")}
     env.update(TUTOR_LLM_PROVIDER="openai", TUTOR_LLM_BASE_URL=f"{root}/v1", TUTOR_LLM_MODEL="bench-model",
                TUTOR_LLM_STREAM="1" if args.stream else "0")
@@ -431,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="TUTOR_MODEL_CALLS_IN_FLIGHT for the engine (default: one per learner, no queue)")
     parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
                         help="event loop (auto: uvloop when installed, as the app's server, granian, chooses)")
+    parser.add_argument("--pin", action="store_true",
+                        help="run the engine pinned to one CPU, as a worker with TUTOR_PIN_CPU=auto")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     load = os.getloadavg()

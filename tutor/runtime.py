@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from tutor import cpu_pin
 from tutor.dbfaults import open_database
 from tutor.engine import Engine
 from tutor.llm.config import LLMSettings
@@ -29,6 +30,7 @@ def get_engine() -> Engine:
         if _engine is None:
             settings = LLMSettings.from_env()  # ConfigError says which variable to set
             usage = UsageSettings.from_env()
+            cpu_pin.pin_from_env()  # TUTOR_PIN_CPU=auto: this worker on a CPU of its own
             store = open_database()  # makes a missing SQLite folder; migrates
             library = load_library()
             for path, problems in library.problems.items():
