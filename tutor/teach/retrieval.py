@@ -118,12 +118,17 @@ class _Scorer:
 
     def __init__(self, bm25: bm25s.BM25) -> None:
         self._bm25 = bm25
-        # Variants that add a constant for absent tokens (bm25l, bm25+) keep bm25s's own path.
+        # Variants that add a constant for absent tokens (bm25l, bm25+) keep bm25s's own path,
+        # and so does an index whose layout is not the one read here (another bm25s release).
         self._plain = getattr(bm25, "nonoccurrence_array", None) is None and hasattr(bm25, "scores")
         self._rows: dict[int, np.ndarray] = {}
         if self._plain:
             index = bm25.scores
-            self._num_docs = index["num_docs"]
+            if not (isinstance(index, dict) and {"num_docs", "indptr", "indices", "data"} <= index.keys()
+                    and hasattr(bm25, "vocab_dict") and hasattr(bm25, "dtype")):
+                self._plain = False
+                return
+            self._num_docs = int(index["num_docs"])
             self._indptr = index["indptr"].tolist()
             self._max_rows = max(64, self._MAX_FLOATS // max(1, self._num_docs))
 
