@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import sqlite3
 import time
 import uuid
 
@@ -110,3 +111,10 @@ def test_a_reply_numbered_at_the_same_moment_as_a_learner_message_takes_the_next
         stored = reply.result(timeout=10)
     seqs = [(m.role, m.seq) for m in conversations.history(store, conversation_id)]
     assert seqs == [("learner", 0), ("learner", 1), ("tutor", 2)] and stored.seq == 2
+
+
+def test_a_sqlite_too_old_for_returning_is_named_with_what_would_work(monkeypatch, tmp_path):
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(ConfigError, match=r"SQLite 3\.31\.1 is too old: Tutor needs SQLite 3\.35.*TUTOR_DATABASE_URL"):
+        Store(f"sqlite:///{tmp_path / 'tutor.db'}")

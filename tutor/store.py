@@ -6,6 +6,7 @@ import contextvars
 import functools
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from tutor import dbfaults
 from tutor.db_workers import Workers
-from tutor.settings import REPO_ROOT, EnvReader, database_url
+from tutor.settings import REPO_ROOT, ConfigError, EnvReader, database_url
 
 ALEMBIC_INI = REPO_ROOT / "alembic.ini"
 
@@ -238,6 +239,7 @@ DEFAULT_SQLITE_THREADS = 2
 # fails like any statement in flight (dbfaults tells the learner), and SQLAlchemy replaces
 # it and every pooled connection older than the failure.
 PING_AFTER_IDLE_S = 1.0
+SQLITE_NEEDED = (3, 35)  # RETURNING
 
 T = TypeVar("T")
 
@@ -256,6 +258,11 @@ class Store:
     def __init__(self, url: str | None = None, *, threads: int | None = None) -> None:
         self.url = url or database_url()
         sqlite = self.url.startswith("sqlite")
+        if sqlite and sqlite3.sqlite_version_info < SQLITE_NEEDED:
+            # A turn's statements use INSERT … RETURNING (tutor.turn_store, conversations).
+            raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old: Tutor needs SQLite "
+                              f"{'.'.join(map(str, SQLITE_NEEDED))} or newer (Python 3.11+ from python.org bundles "
+                              "one), or set TUTOR_DATABASE_URL to a PostgreSQL server")
         self.threads = threads or db_threads(sqlite=sqlite)
         options: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if sqlite else {}
         if not (sqlite and _in_memory(self.url)):  # a file or a server: a QueuePool
