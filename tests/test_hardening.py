@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sqlmodel import select
 
@@ -204,9 +204,17 @@ def test_every_link_gets_rel_and_external_ones_a_new_tab():
     assert [('target="_blank"' in a) for a in anchors] == [True, True, True, False, False, True]
 
 
+def test_a_link_to_nowhere_shows_its_text_without_an_anchor():
+    # CommonMark keeps "[x]()" as a link with an empty destination; an empty href is not a link.
+    assert render("[see **this**]() and [that](#top)").strip() == (
+        '<p>see <strong>this</strong> and <a href="#top" rel="noopener noreferrer nofollow">that</a></p>')
+    assert render_inline("[]()") == ""
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(list("[]()!<>:/\\.%2e5cahtps jvxy") + ["http", "//", "](", "![", "mailto:"]),
                 max_size=40).map("".join))
+@example("[]()")  # an empty destination, found by this test
 def test_no_rendered_link_lacks_rel_and_no_image_escapes(text):
     html = render(text) + render_inline(text)
     for anchor in re.findall(r"<a [^>]*>", html):

@@ -47,10 +47,20 @@ class _SafeRenderer(RendererHTML):
     def link_open(self, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         token = tokens[idx]
         href = str(token.attrGet("href") or "")
+        if not is_safe_link(href):
+            # markdown-it keeps "[x]()" (an empty destination, which it does not validate) as
+            # a link to nowhere: its text is shown, as for a refused address.
+            close = next((t for t in tokens[idx + 1:] if t.type == "link_close"), None)
+            if close is not None:
+                close.meta["unlinked"] = True
+                return ""
         if href.lower().startswith(_EXTERNAL):
             token.attrSet("target", "_blank")
         token.attrSet("rel", "noopener noreferrer nofollow")
         return self.renderToken(tokens, idx, options, env)
+
+    def link_close(self, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return "" if tokens[idx].meta.get("unlinked") else self.renderToken(tokens, idx, options, env)
 
     def image(self, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         token = tokens[idx]
