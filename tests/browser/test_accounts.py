@@ -23,6 +23,9 @@ def sign_up(page: Page, base_url: str, name: str | None = None) -> str:
     name = name or "l-" + uuid.uuid4().hex[:10]
     page.goto(base_url + "/")
     page.wait_for_url("**/signin**")
+    # Settled first: a click landing while the redirect to the sign-in page is still being
+    # finished was once taken back to it (seen once in a full run).
+    page.wait_for_load_state("networkidle")
     page.locator("#create-account").click()
     page.wait_for_url("**/signup**")
     page.get_by_label("Username").fill(name)
