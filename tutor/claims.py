@@ -19,7 +19,6 @@ import os
 import socket
 import uuid
 from datetime import timedelta, timezone
-
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, or_, update

@@ -19,7 +19,7 @@ Connection.execute.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy
@@ -30,17 +30,13 @@ __all__ = ["Result", "Statement"]
 
 
 class Result:
-    """What a run returned: rows as tuples (in `columns` order), the rows changed, and the
-    new row's id where the driver tells it (SQLite)."""
+    """What a run returned: rows as tuples (in `columns` order) and the rows changed (a new
+    row's id comes back with RETURNING)."""
 
-    __slots__ = ("columns", "rows", "rowcount", "lastrowid")
+    __slots__ = ("columns", "rows", "rowcount")
 
-    def __init__(self, columns: Sequence[str], rows: list[tuple], rowcount: int, lastrowid: int | None) -> None:
-        self.columns, self.rows, self.rowcount, self.lastrowid = columns, rows, rowcount, lastrowid
-
-    def dicts(self) -> list[dict[str, Any]]:
-        columns = self.columns
-        return [dict(zip(columns, row)) for row in self.rows]
+    def __init__(self, columns: Sequence[str], rows: list[tuple], rowcount: int) -> None:
+        self.columns, self.rows, self.rowcount = columns, rows, rowcount
 
     def first(self) -> dict[str, Any] | None:
         return dict(zip(self.columns, self.rows[0])) if self.rows else None
@@ -66,14 +62,14 @@ class Statement:
         try:
             cursor.execute(compiled.sql, values)
             rows = cursor.fetchall() if compiled.columns else []
-            rowcount, lastrowid = cursor.rowcount, getattr(cursor, "lastrowid", None)
+            rowcount = cursor.rowcount
         except Exception as exc:
             _raise(db, exc, compiled.sql, values, cursor)
         finally:
             cursor.close()
         if compiled.processors:
-            rows = [tuple(row) for row in compiled.convert(rows)]
-        return Result(compiled.columns, rows, rowcount, lastrowid)
+            rows = compiled.convert(rows)
+        return Result(compiled.columns, rows, rowcount)
 
     def run_many(self, db: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
         """An INSERT or UPDATE of many rows in one call (the driver's executemany); the
@@ -131,10 +127,10 @@ class _Compiled:
             out.append(value if convert is None or value is None else convert(value))
         return tuple(out) if self._positional else dict(zip(self._driver_names, out))
 
-    def convert(self, rows: list[Any]) -> Iterator[list[Any]]:
+    def convert(self, rows: list[Any]) -> list[tuple]:
         processors = self.processors
-        for row in rows:
-            yield [value if p is None or value is None else p(value) for p, value in zip(processors, row)]
+        return [tuple(value if p is None or value is None else p(value) for p, value in zip(processors, row))
+                for row in rows]
 
 
 _REQUIRED: Any = object()

@@ -186,7 +186,6 @@ def _store_reply_once(store: Store, conv: Conversation, module_id: str, raw: str
             form_states_json=json.dumps({f.id: {"status": "open"} for f in forms}),
             reply_to_seq=reply_to_seq,
         )
-        values.pop("seq", None)
         values["id"], values["seq"] = _INSERT_REPLY.run(db, values | {"b_conversation": conversation_id}).rows[0]
         row = conversations.StoredMessage(values)
         if attempts:
@@ -201,7 +200,7 @@ def _store_reply_once(store: Store, conv: Conversation, module_id: str, raw: str
         covered, milestones = json.dumps(list(payload["covered"])), json.dumps(list(payload["milestones"]))
         now = utcnow()
         if not _SET_PROGRESS.run(db, {"b_learner": conv.learner_id, "b_module": module_id, "b_covered": covered,
-                                          "b_milestones": milestones, "b_now": now}).rowcount:
+                                      "b_milestones": milestones, "b_now": now}).rowcount:
             db.execute(_INSERT_PROGRESS, {"learner_id": conv.learner_id, "module_id": module_id,
                                           "covered_json": covered, "milestones_json": milestones, "updated_at": now})
         TOUCH_CONVERSATION.run(db, {"b_conversation": conversation_id, "b_now": utcnow()})
