@@ -118,7 +118,7 @@ def test_unreachable_redis_falls_back_to_this_process_count_with_one_warning(cap
 
 
 def test_a_hanging_redis_costs_one_timeout_now_and_then_not_one_per_sign_in(caplog, monkeypatch):
-    monkeypatch.setattr(signin_limit, "RETRY_AFTER_S", 0.5)
+    monkeypatch.setattr(usage, "RETRY_AFTER_S", 0.5)
     hanging = socket.create_server(("127.0.0.1", 0))  # connects, never answers
     limit = FailureLimit(limit=3, redis_url=f"redis://127.0.0.1:{hanging.getsockname()[1]}")
     with caplog.at_level(logging.WARNING, logger="tutor.signin_limit"):

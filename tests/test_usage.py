@@ -229,9 +229,10 @@ def test_redis_down_lets_learners_through_with_one_warning(caplog):
 
 
 def test_a_redis_that_hangs_lets_a_turn_through_after_the_timeout_not_never():
-    """A Redis that accepts connections and never answers: each count gives up after
+    """A Redis that accepts connections and never answers: a count gives up after
     REDIS_TIMEOUT_S (redis-py alone would wait forever, holding the database thread that
-    admits the turn), and the learner is let through."""
+    admits the turn), the learner is let through, and Redis is left alone for a while:
+    the next turns do not wait again."""
     hanging = socket.create_server(("127.0.0.1", 0))  # connects, never answers
     try:
         limits = UsageLimits(UsageSettings(turns_per_minute=1,
@@ -239,5 +240,10 @@ def test_a_redis_that_hangs_lets_a_turn_through_after_the_timeout_not_never():
         started = time.monotonic()
         limits.admit_turn_now("ada")  # as the accept trip calls it
         assert time.monotonic() - started < 4 * usage.REDIS_TIMEOUT_S
+        started = time.monotonic()
+        for _ in range(3):
+            limits.admit_turn_now("ada")
+            run(limits.spend_tokens("ada", 10))
+        assert time.monotonic() - started < usage.REDIS_TIMEOUT_S / 2
     finally:
         hanging.close()

@@ -11,7 +11,7 @@ with its window.
 When Redis cannot be reached, sign-in stays available and stays limited: the count falls
 back to this process's memory (which records every failure all along, so the failures this
 worker saw before Redis went down still count), and one warning naming TUTOR_REDIS_URL is
-logged every WARN_EVERY_S. Refusing every sign-in would lock everyone out for as long as
+logged every WARN_EVERY_S (tutor.usage.RedisOutage, as for the usage limits). Refusing every sign-in would lock everyone out for as long as
 Redis is down; counting nothing would let guessing run free. After a failed call, Redis is
 left alone for RETRY_AFTER_S, so a Redis that hangs costs one short wait now and then, not
 one per sign-in.
@@ -31,14 +31,12 @@ from typing import Any
 from limits import RateLimitItemPerSecond
 from limits.strategies import MovingWindowRateLimiter
 
-from tutor.usage import WARN_EVERY_S, UsageSettings, hashed_key, redis_storage
+from tutor.usage import RedisOutage, UsageSettings, hashed_key, redis_storage
 
 __all__ = ["FailureLimit", "FailureLimitFromEnv"]
 
 log = logging.getLogger(__name__)
 
-# After a call to Redis fails, count in memory for this long before trying Redis again.
-RETRY_AFTER_S = 10.0
 # The most (username, address) pairs kept in memory: a flood of made-up names forgets the oldest.
 MEMORY_KEYS_MAX = 100_000
 
@@ -62,8 +60,7 @@ class FailureLimit:
         # server that forks its workers afterwards gives each its own connections.
         self._item = RateLimitItemPerSecond(limit, max(1, round(window_s)), namespace=namespace)
         self._shared: MovingWindowRateLimiter | None = None
-        self._redis_down_until = -math.inf
-        self._warned_at = -math.inf
+        self._outage = RedisOutage(log, "failed sign-ins counted in this process only")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> FailureLimit:
@@ -127,19 +124,14 @@ class FailureLimit:
     def _remote(self, call) -> Any:
         """`call(limiter)` on the Redis count, or _UNREACHABLE: without TUTOR_REDIS_URL, for
         a while after Redis failed, or when it fails now (never raised to the caller)."""
-        if self.redis_url is None or time.monotonic() < self._redis_down_until:
+        if self.redis_url is None or self._outage.ongoing():
             return _UNREACHABLE
         try:
             if self._shared is None:
                 self._shared = MovingWindowRateLimiter(redis_storage(self.redis_url))
             return call(self._shared)
         except Exception as exc:  # Redis down, refusing or hanging: count in this process instead
-            now = time.monotonic()
-            self._redis_down_until = now + RETRY_AFTER_S
-            if now - self._warned_at >= WARN_EVERY_S:
-                self._warned_at = now
-                log.warning("failed sign-ins counted in this process only (%s): check that Redis is running "
-                            "at TUTOR_REDIS_URL", type(exc).__name__)
+            self._outage.began(exc)
             return _UNREACHABLE
 
 

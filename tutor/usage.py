@@ -125,7 +125,7 @@ class UsageLimits:
         self._tokens = RateLimitItemPerDay(s.daily_tokens, namespace="tutor-tokens") if s.daily_tokens else None
         self._conversations = (RateLimitItemPerDay(s.conversations_per_day, namespace="tutor-conversations")
                                if s.conversations_per_day else None)
-        self._warned_at = -math.inf
+        self._outage = RedisOutage(log, "usage limits not counted")
 
     # --------------------------------------------------------------------- rules
 
@@ -195,18 +195,15 @@ class UsageLimits:
         return self._call(fn, *args, default=default, **kwargs)
 
     def _call(self, fn, *args: Any, default: Any = None, **kwargs: Any) -> Any:
-        """One call to the counting store; if it cannot be reached, let the learner through."""
+        """One call to the counting store; if it cannot be reached (or failed a moment ago:
+        RedisOutage), let the learner through."""
+        if self._outage.ongoing():
+            return True if fn.__name__ in ("hit", "test") else default
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # Redis down or refusing: the lesson goes on, uncounted
-            now = time.monotonic()
-            if now - self._warned_at >= WARN_EVERY_S:
-                self._warned_at = now
-                log.warning("usage limits not counted (%s): check that Redis is running at TUTOR_REDIS_URL",
-                            type(exc).__name__)
-            if fn.__name__ in ("hit", "test"):
-                return True
-            return default
+            self._outage.began(exc)
+            return True if fn.__name__ in ("hit", "test") else default
 
 
 class _Memory(MemoryStorage):
@@ -226,6 +223,29 @@ class _Memory(MemoryStorage):
 
 
 REDIS_TIMEOUT_S = 1.0
+RETRY_AFTER_S = 10.0  # after a call to Redis failed, it is left alone this long
+
+
+class RedisOutage:
+    """Redis as a counting store (usage limits, failed sign-ins) after a call to it failed:
+    left alone for RETRY_AFTER_S, so a Redis that hangs costs one REDIS_TIMEOUT_S wait now
+    and then, not one per call (each held a database thread while it waited); one warning
+    per WARN_EVERY_S names TUTOR_REDIS_URL. Callers decide what counts meanwhile."""
+
+    def __init__(self, logger: logging.Logger, what: str) -> None:
+        self.logger, self.what = logger, what
+        self._until = self._warned_at = -math.inf
+
+    def ongoing(self) -> bool:
+        return time.monotonic() < self._until
+
+    def began(self, exc: Exception) -> None:
+        now = time.monotonic()
+        self._until = now + RETRY_AFTER_S
+        if now - self._warned_at >= WARN_EVERY_S:
+            self._warned_at = now
+            self.logger.warning("%s (%s): check that Redis is running at TUTOR_REDIS_URL", self.what,
+                                type(exc).__name__)
 
 
 def redis_storage(url: str) -> Any:
@@ -233,7 +253,6 @@ def redis_storage(url: str) -> Any:
     redis-py waits forever by default, and a Redis that hangs would hold the database
     thread admitting a turn (tutor.conversations.accept) or a sign-in for as long."""
     return storage_from_string(url, socket_connect_timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S)
-
 
 
 def hashed_key(learner_key: str) -> str:
