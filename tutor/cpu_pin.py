@@ -3,9 +3,9 @@
 A worker's Python runs one thread at a time (the interpreter lock), but its threads — the
 event loop and the database threads — are scheduled on any CPU, and each hand-over of
 the lock between two CPUs moves the interpreter's hot data from one CPU's cache to the
-other's. At 200 learners that cost about a third of the process's CPU per turn
-(benchmarks/load_bench.py `--pin`: 6.4–6.8 ms a turn unpinned, 4.8–5.0 ms pinned, the
-same wall time and latency). Pinned, the threads take turns on one CPU with warm caches,
+other's. At 200 learners that cost about a quarter of the process's CPU per turn
+(benchmarks/load_bench.py `--pin`, alternating runs: 5.9–7.9 ms a turn unpinned, 4.7–5.3 ms
+pinned, the same wall time and latency). Pinned, the threads take turns on one CPU with warm caches,
 and the workers spread over the machine's CPUs instead of chasing each other.
 
 Each worker claims a CPU by locking a file in the system's temporary folder
