@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tutor.contract import ModuleState, Progress
+from tutor.derived import derived
 from tutor.text import normalize, words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,21 +106,9 @@ def _phrase(text: str) -> str:
 
 
 # Folding every phrase on every turn cost ~1.6 ms of CPU per turn (benchmarks/load_bench):
-# what is derived from a module's topics is computed once per loaded module object and its
-# topic list (Module makes a new list when its phases change; modules are read-only once loaded).
-_PER_MODULE: dict[tuple[str, int], tuple[tuple, Any]] = {}
-
-
+# what is derived from a module's topics is computed once per loaded module and topic list.
 def _per_module(name: str, module: Module, build: Callable[[Module], Any]) -> Any:
-    topics = module.topics
-    cached = _PER_MODULE.get((name, id(module)))
-    if cached is not None and cached[0] is topics:
-        return cached[1]
-    if len(_PER_MODULE) > 128:  # modules reloaded many times (tests): forget the old ones
-        _PER_MODULE.clear()
-    value = build(module)
-    _PER_MODULE[(name, id(module))] = (topics, value)
-    return value
+    return derived(name, module, build, module.topics)
 
 
 def topic_phrases(module: Module) -> dict[str, tuple[str, ...]]:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from tutor.contract import BLOCK_TYPES, EMOTIONS, FIELD_TYPES, MILESTONES, RESPONSE_TYPES
 from tutor.llm.base import ChatMessage, TeachingContext
+from tutor.derived import derived
 from tutor.progress import ProgressState, coverage_count, mastered_ids, module_state
 from tutor.text import PLACEHOLDER, unresolved_variables
 
@@ -146,22 +147,9 @@ class _ModuleText:
         self.instructions: str | None = None  # rendered with the defaults, strict: filled on first use
 
 
-_MODULE_TEXT: dict[int, tuple[tuple, _ModuleText]] = {}
-
-
 def _module_text(module: Module) -> _ModuleText:
-    # Valid while the module object and every field it was written from are the same objects
-    # (Module makes a new topic list when its phases change).
-    made_from = (module, module.id, module.title, module.description, module.language, module.milestones,
-                 module.topics, module.instructions, module.variables)
-    cached = _MODULE_TEXT.get(id(module))
-    if cached is not None and all(a is b for a, b in zip(cached[0], made_from)):
-        return cached[1]
-    if len(_MODULE_TEXT) > 128:  # modules reloaded many times (tests): forget the old ones
-        _MODULE_TEXT.clear()
-    text = _ModuleText(module)
-    _MODULE_TEXT[id(module)] = (made_from, text)
-    return text
+    return derived("prompt_text", module, _ModuleText, module.id, module.title, module.description,
+                   module.language, module.milestones, module.topics, module.instructions, module.variables)
 
 
 def module_context(module: Module, state: ProgressState) -> str:
