@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tutor.contract import parse
-from tutor.contract.partial import preview
+from tutor.contract.partial import _Spine, preview
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "corpus" / "replies.yaml").read_text(encoding="utf-8"))
 # A reply that writes "content" twice is shown whole once parsed; its preview may change
@@ -103,3 +104,44 @@ def test_any_cut_of_any_valid_reply_never_raises_and_never_invents_text(data):
     finals = [b.content for b in _final(raw).content.text_blocks]
     for i, block in enumerate(p.blocks[:-1]):
         assert block.content == finals[i]
+
+
+# The spine's bracket depth and open string, as first written: one regex token at a time.
+_REFERENCE_TOKENS = re.compile(r'(?P<s>"(?:[^"\\]|\\.)*")|(?P<u>"(?:[^"\\]|\\.)*\\?\Z)|[{}\[\]]')
+
+
+def _reference_depth(text: str) -> tuple[int, bool]:
+    depth, in_string = 0, False
+    for match in _REFERENCE_TOKENS.finditer(text):
+        if match.group("u") is not None:
+            in_string = True
+        elif match.group("s") is None:
+            depth += 1 if match.group() in "{[" else -1
+    return depth, in_string
+
+
+def _depth(text: str) -> tuple[int, bool]:
+    """What _Spine makes of `text`: reached through the open ids of a deep enough document."""
+    nested: dict = {}
+    node = nested
+    for _ in range(64):
+        node["k"] = {}
+        node = node["k"]
+    spine = _Spine(nested, text)
+    return len(spine.open_ids), spine.tail_open
+
+
+# Strings holding what could fool a bracket count: quotes, escaped quotes, backslashes
+# before quotes, brackets, and an escape cut in half at the end.
+_TRICKY = st.lists(st.sampled_from(['"', '\\"', "\\\\", "\\", "{", "}", "[", "]", "a", " ", ":", ",", "é", "\\u00"]),
+                   max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TRICKY)
+def test_the_spine_counts_brackets_outside_strings_as_the_token_scan_did(inner):
+    # The tricky text itself, and every cut of a reply whose strings hold it.
+    raw = json.dumps({"content": {"text_blocks": [{"type": "paragraph", "content": inner}]}, "x": [inner, {}]})
+    for text in [inner, *(raw[:i] for i in range(len(raw) + 1))]:
+        depth, in_string = _reference_depth(text)
+        assert _depth(text) == (max(0, min(depth, 65)), in_string), text

@@ -82,8 +82,11 @@ def preview(raw: str) -> Preview:
     return Preview(blocks, media, forms, suggestions, prompt)
 
 
-# A JSON string (possibly unterminated at the end of the text), or a bracket outside strings.
-_TOKENS = re.compile(r'(?P<s>"(?:[^"\\]|\\.)*")|(?P<u>"(?:[^"\\]|\\.)*\\?\Z)|[{}\[\]]')
+# A complete JSON string. Removing them all (one C-level pass, no Python per match) leaves
+# the brackets outside strings and, when the text ends inside a string, that string's
+# opening quote: a quote can remain only there, since every later quote in an unterminated
+# string is escaped and so cannot end one started from it.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 class _Spine:
@@ -95,12 +98,12 @@ class _Spine:
     """
 
     def __init__(self, data: Any, text: str) -> None:
-        depth, in_string = 0, False
-        for match in _TOKENS.finditer(text):
-            if match.group("u") is not None:
-                in_string = True  # an unterminated string runs to the end of the text
-            elif match.group("s") is None:
-                depth += 1 if match.group() in "{[" else -1
+        outside = _STRING.sub("", text)
+        quote = outside.find('"')
+        in_string = quote >= 0  # an unterminated string runs to the end of the text
+        if in_string:
+            outside = outside[:quote]
+        depth = outside.count("{") + outside.count("[") - outside.count("}") - outside.count("]")
         self.open_ids: set[int] = set()
         node: Any = data
         while isinstance(node, (dict, list)) and depth > 0:
@@ -131,8 +134,8 @@ class _Spine:
 
 def _read(raw: str) -> tuple[Any, _Spine]:
     """The partially parsed object and what of it may still grow."""
-    text = _THINK_BLOCK.sub("", raw)
-    start = -1 if _THINK_OPEN.search(text) else text.find("{")  # still reasoning: nothing yet
+    text = _THINK_BLOCK.sub("", raw) if "<" in raw else raw
+    start = -1 if "<" in text and _THINK_OPEN.search(text) else text.find("{")  # still reasoning: nothing yet
     if start < 0:
         return None, _Spine(None, "")
     text = text[start:]
