@@ -8,7 +8,7 @@ import json
 from tests.fakes import wire
 from tutor.views import MessageView
 from tutor.display import block_item, message_item
-from tutor.live import STREAM_BLOCKS, StreamFeed, stream_vars
+from tutor.live import STREAM_BLOCKS, StreamFeed, fold_buckets, stream_vars
 
 REPLY = {
     "content": {
@@ -117,3 +117,46 @@ def test_a_wire_reply_streams_without_error():
     feed, page, _, _ = stream(raw, step=3)
     page.apply(feed.push(raw, force=True))
     assert [b.type for b in page.blocks()] == ["paragraph"]
+
+
+class Tab:
+    """The chat page's history and turn buckets; records which variables were assigned
+    (Reflex re-sends a variable when it is assigned)."""
+
+    def __init__(self, buckets: int):
+        object.__setattr__(self, "assigned", [])
+        self.history, self.history_forms = ["h1", "h2"], {"1-f": "submitted"}
+        for i in range(buckets):
+            setattr(self, f"live_{i}", [])
+            setattr(self, f"live_forms_{i}", {})
+        self.assigned.clear()
+
+    def __setattr__(self, name, value):
+        self.assigned.append(name)
+        object.__setattr__(self, name, value)
+
+    def shown(self, buckets: int):
+        items = list(self.history)
+        forms = dict(self.history_forms)
+        for i in range(buckets):
+            items += getattr(self, f"live_{i}")
+            forms.update(getattr(self, f"live_forms_{i}"))
+        return items, forms
+
+
+def test_a_long_session_folds_its_buckets_into_the_history_as_shown():
+    tab = Tab(8)
+    tab.live_0, tab.live_1, tab.live_3 = ["l1", "t1"], ["l2", "t2"], ["l3", "t3"]
+    tab.live_forms_1 = {"5-quick": "skipped"}
+    tab.live_forms_3 = {"7-quick": "submitted", "1-f": "submitted"}
+    before = tab.shown(8)
+    tab.assigned.clear()
+
+    fold_buckets(tab, 8)
+
+    assert tab.shown(8) == before  # the page shows the same messages and form states, in order
+    assert tab.history == ["h1", "h2", "l1", "t1", "l2", "t2", "l3", "t3"]
+    assert all(not getattr(tab, f"live_{i}") and not getattr(tab, f"live_forms_{i}") for i in range(8))
+    # Only what changed is assigned: the history, its forms and the buckets that held something.
+    assert sorted(tab.assigned) == sorted(["history", "history_forms", "live_0", "live_1", "live_3",
+                                           "live_forms_1", "live_forms_3"])

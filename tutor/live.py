@@ -40,7 +40,7 @@ from tutor.i18n import N_
 from tutor.llm.gate import queue_line
 from tutor.markdown import render_inline
 
-__all__ = ["STREAM_BLOCKS", "STREAM_TAILS", "FormOutline", "StreamFeed", "stream_vars"]
+__all__ = ["STREAM_BLOCKS", "STREAM_TAILS", "FormOutline", "StreamFeed", "fold_buckets", "stream_vars"]
 
 STREAM_BLOCKS = 12  # blocks previewed; a longer reply shows the rest when it is final
 STREAM_TAILS = 48  # pieces of one growing block; past that it shows when complete
@@ -56,6 +56,25 @@ class FormOutline:
 
     title: str
     fields: list[str] = dataclasses.field(default_factory=list)
+
+
+def fold_buckets(page: Any, buckets: int) -> None:
+    """The turn buckets join the history as they are shown: their items (already rendered)
+    appended in order, their form changes merged into the history's. Nothing is read from
+    the database and nothing rendered again, so this is cheap under the tab's lock; only
+    buckets that hold something are emptied (an assignment re-sends a variable).
+    `page`: the chat page's state (history, history_forms, live_<i>, live_forms_<i>)."""
+    history, forms = list(page.history), dict(page.history_forms)
+    for i in range(buckets):
+        if items := getattr(page, f"live_{i}"):
+            history.extend(items)
+            setattr(page, f"live_{i}", [])
+        if changed := getattr(page, f"live_forms_{i}"):
+            forms.update(changed)
+            setattr(page, f"live_forms_{i}", {})
+    page.history = history
+    if forms != page.history_forms:
+        page.history_forms = forms
 
 
 def stream_vars() -> dict[str, tuple[type, Any]]:

@@ -3,8 +3,8 @@
 How new content reaches the page without re-sending history is one mechanism, described
 in `tutor.live`: the history once at load, one small bucket per turn since (the learner's
 message and the reply to it, and the forms the turn closed), and the reply being written
-in slots of its own (`StreamFeed`). After LIVE_BUCKETS turns without a reload, the page
-re-syncs once from the database.
+in slots of its own (`StreamFeed`). After LIVE_BUCKETS turns without a reload, the buckets
+join the history (`fold_buckets`: no database read, nothing rendered again).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tutor.display import (
 from tutor.claims import current_holder
 from tutor.engine import InputError
 from tutor.i18n import N_, supported, translator
-from tutor.live import PagePreview, empty_slots, stream_vars
+from tutor.live import PagePreview, empty_slots, fold_buckets, stream_vars
 from tutor.modules import ModuleNotServable, public_problem
 from tutor.page_words import page_word, start_page_words  # noqa: F401 (start_page_words: re-exported)
 from tutor.progress_display import CompletionItem, completion_item
@@ -41,7 +41,7 @@ from tutor.views import ConversationView, MessageView, ProgressView, TurnResult
 
 log = logging.getLogger(__name__)
 
-LIVE_BUCKETS = 128  # turns since the page loaded before one re-sync from the database
+LIVE_BUCKETS = 128  # turns since the page loaded before the buckets join the history
 HISTORY = -1  # "bucket" index of the history loaded with the page
 
 
@@ -305,11 +305,9 @@ class ChatState(ChatSending, TutorState):
 
     def _append(self, item: MessageItem) -> None:
         if item.role == "learner" or self._bucket == HISTORY:
-            if self._bucket + 1 >= LIVE_BUCKETS:
-                # A very long session: one re-sync from the database (which already
-                # holds this message) empties the buckets.
-                self._show_history(get_engine().history(self.conversation_id))
-                return
+            if self._bucket + 1 >= LIVE_BUCKETS:  # a very long session: the buckets join the history
+                fold_buckets(self, LIVE_BUCKETS)
+                self._bucket = self._latest_bucket = HISTORY
             self._bucket += 1
         name = f"live_{self._bucket}"
         setattr(self, name, [*getattr(self, name), item])
