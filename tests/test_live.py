@@ -103,9 +103,32 @@ def test_updates_are_throttled_and_carry_little_beyond_the_text():
     assert sum(_size(u) for u in sent) <= 2 * final
 
 
+def test_a_token_per_event_stream_is_read_at_most_twenty_times_a_second(monkeypatch):
+    # A real model sends a token or two per event: reading the reply so far on every
+    # event, while the characters for the next update gather, cost most of a turn's CPU.
+    import tutor.live
+
+    reads = []
+    monkeypatch.setattr(tutor.live, "preview", lambda raw, read=tutor.live.preview: reads.append(raw) or read(raw))
+    raw = json.dumps(REPLY)
+    feed, page, sent, times = stream(raw, step=3, tick=0.005)  # 600 characters a second
+    page.apply(feed.push(raw, force=True))
+    seconds, read = len(raw) / 3 * 0.005, len(reads)
+    assert read <= 20 * seconds + 2
+    assert page.blocks() == [block_item(b["type"], b["content"], b.get("level")) for b in REPLY["content"]["text_blocks"]]
+    # About as many updates as when every event is read (they wait for min_chars anyway).
+    now = [0.0]
+    every = StreamFeed(clock=lambda: now[0], min_look=0)
+    updates = 0
+    for cut in range(3, len(raw) + 3, 3):
+        now[0] += 0.005
+        updates += bool(every.push(raw[:cut]))
+    assert len(sent) >= 0.8 * updates
+
+
 def test_a_reply_rewritten_midway_starts_its_pieces_over():
     now = [0.0]
-    feed = StreamFeed(clock=lambda: now[0], min_interval=0, min_chars=1)
+    feed = StreamFeed(clock=lambda: now[0], min_interval=0, min_chars=1, min_look=0)
     page = Page()
     page.apply(feed.push('{"content": {"text_blocks": [{"type": "paragraph", "content": "Hello wor'))
     page.apply(feed.push('{"content": {"text_blocks": [{"type": "paragraph", "content": "Help'))

@@ -21,7 +21,9 @@ The reply being written is split further, so that each update carries only what 
 
 Updates are throttled: at most one every `min_interval` seconds, and a text-only update
 waits until it carries at least `min_chars` new characters (or `max_wait` has passed), so
-the socket's per-message framing stays small beside the text itself. When the reply is
+the socket's per-message framing stays small beside the text itself. The reply so far is
+read at most once every `min_look` seconds: a model streaming a token per event would
+otherwise have it parsed again for every token while those characters gather. When the reply is
 final, `clear()` empties exactly the slots that were used and the stored reply joins its
 turn bucket; the preview never outlives the reply that replaces it.
 """
@@ -115,13 +117,15 @@ class StreamFeed:
         min_interval: float = 0.1,
         min_chars: int = 96,
         max_wait: float = 0.6,
+        min_look: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.min_interval = min_interval
         self.min_chars = min_chars
         self.max_wait = max_wait
+        self.min_look = min_look
         self.clock = clock
-        self._last = float("-inf")
+        self._last = self._looked = float("-inf")  # last update sent; last read of the reply
         self._reset_counters()
 
     def _reset_counters(self) -> None:
@@ -134,8 +138,9 @@ class StreamFeed:
 
     def push(self, raw: str, *, force: bool = False) -> dict[str, Any]:
         now = self.clock()
-        if not force and now - self._last < self.min_interval:
+        if not force and (now - self._last < self.min_interval or now - self._looked < self.min_look):
             return {}
+        self._looked = now
         updates = self._diff(preview(raw), force or now - self._last >= self.max_wait)
         if updates:
             self._last = now
