@@ -23,7 +23,7 @@ from tutor.llm.errors import (
     RequestTimeout,
     error_for_status,
 )
-from tutor.llm._transport import AiohttpTransport
+from tutor.llm._transport import AiohttpTransport, direct_body
 from tutor.llm.base import Completion, CompletionRequest
 from tutor.llm.sse import CompletionStream, SSEDecoder, SSEEvent
 
@@ -119,10 +119,16 @@ class HTTPTransport:
                 # Raw bytes, split into events and decoded once per event (tutor.llm.sse);
                 # a compressed body goes through httpx's decoder first.
                 decoder = SSEDecoder()
-                encoded = "content-encoding" in response.headers
-                async for chunk in response.aiter_bytes() if encoded else response.aiter_raw():
-                    for event in decoder.feed(chunk):
-                        yield event
+                body = direct_body(response)
+                if body is not None:
+                    while chunk := await body.read():
+                        for event in decoder.feed(chunk):
+                            yield event
+                else:
+                    encoded = "content-encoding" in response.headers
+                    async for chunk in response.aiter_bytes() if encoded else response.aiter_raw():
+                        for event in decoder.feed(chunk):
+                            yield event
                 for event in decoder.end():
                     yield event
         except LLMError:

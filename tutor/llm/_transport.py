@@ -74,19 +74,37 @@ class AiohttpResponseStream(httpx.AsyncByteStream):
         self._done = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        read = self._response.content.readany
+        while chunk := await self.read():
+            yield chunk
+
+    async def read(self) -> bytes:
+        """The next bytes as they arrive; b"" at the end. A streamed reply read straight from
+        here (`direct_body`) skips the two async generators httpx stacks on top of
+        __aiter__, one step of each per event."""
         try:
-            while chunk := await read():
-                yield chunk
+            chunk = await self._response.content.readany()
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             raise _httpx_error(exc) from exc
-        self._done = True
+        if not chunk:
+            self._done = True
+        return chunk
 
     async def aclose(self) -> None:
         if self._done or self._response.content.is_eof():
             self._response.release()  # the whole body is in: the connection can serve the next call
         else:
             self._response.close()  # stopped early, or failed: the connection goes at once
+
+
+def direct_body(response: httpx.Response) -> AiohttpResponseStream | None:
+    """The body of a response this transport made, for reading with `read()`; None for any
+    other response (another transport, a body httpx must decode first, one already read).
+    The response is marked read, as `aiter_raw` marks it; closing it closes the body."""
+    inner = getattr(response.stream, "_stream", None)  # httpx wraps the transport's stream once
+    if not isinstance(inner, AiohttpResponseStream) or response.is_stream_consumed or "content-encoding" in response.headers:
+        return None
+    response.is_stream_consumed = True
+    return inner
 
 
 class ProxySettings:
