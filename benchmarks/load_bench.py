@@ -12,8 +12,9 @@ ideal = (turns + 1) x delay. Printed per run:
 
     wall / ideal       the run's wall time over the ideal (goal at 200 x 5: <= 1.25)
     overhead p50/95/99 per tutor turn, the opening included: its latency minus the delay
-    CPU / turn         this process's CPU time, every thread, over the tutor turns; the
-                       event loop's own share, and how busy the loop thread was
+    CPU / turn         this process's CPU time, every thread, over the tutor turns, and as a
+                       multiple of the baseline's (which cancels most of the machine's
+                       speed); the event loop's own share, and how busy the loop thread was
     DB trips / turn    statements, BEGINs, commits, rollbacks and pool pings
     in flight          the most model calls the server had at once
     loop lag p99/max   how late a 50 ms timer fired on the event loop
@@ -224,9 +225,10 @@ def show(s: dict[str, Any]) -> None:
     trips = "" if not s["db_trips"] else (
         f" | DB trips/turn {s['db_trips_per_turn']:.1f} ("
         + ", ".join(f"{k} {v:g}" for k, v in s["db_trips"].items()) + ")")
+    vs = f" = {s['cpu_vs_baseline']:.1f}x baseline" if "cpu_vs_baseline" in s else ""
     print(f"{s['label']:>9}: wall {s['wall_s']:.1f} s / ideal {s['ideal_s']:g} s = {s['ratio']:.2f}x | overhead p50 "
           f"{s['overhead_p50_ms']:.0f} ms p95 {s['overhead_p95_ms']:.0f} ms p99 {s['overhead_p99_ms']:.0f} ms | "
-          f"CPU/turn {s['cpu_ms_per_turn']:.1f} ms (event loop {s['loop_cpu_ms_per_turn']:.1f} ms, busy {100 * s['loop_busy']:.0f}%){trips} | in flight {s['max_in_flight']} | loop lag p99 "
+          f"CPU/turn {s['cpu_ms_per_turn']:.1f} ms{vs} (event loop {s['loop_cpu_ms_per_turn']:.1f} ms, busy {100 * s['loop_busy']:.0f}%){trips} | in flight {s['max_in_flight']} | loop lag p99 "
           f"{s['loop_lag_p99_ms']:.0f} ms max {s['loop_lag_max_ms']:.0f} ms | model late p99 "
           f"{s['model_late_p99_ms']:.0f} ms, model CPU {s['model_cpu_s']:.1f} s | RSS {s['rss_mb']:.0f} MB"
           + (f" | ERRORS {s['errors']}" if s["errors"] else ""), flush=True)
@@ -379,6 +381,8 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
             if profiler is not None:
                 stop_profile(profiler, args.profile)
             out.append(result.summary())
+            if not args.no_baseline:  # the engine's CPU as a multiple of the client's alone (machine speed cancels)
+                out[-1]["cpu_vs_baseline"] = round(out[-1]["cpu_ms_per_turn"] / max(out[0]["cpu_ms_per_turn"], 1e-6), 2)
             show(out[-1])
             if args.breakdown:
                 show_calls(out[-1]["db_calls"])
