@@ -115,7 +115,8 @@ def test_a_token_per_event_stream_is_read_at_most_twenty_times_a_second(monkeypa
     page.apply(feed.push(raw, force=True))
     seconds, read = len(raw) / 3 * 0.005, len(reads)
     assert read <= 20 * seconds + 2
-    assert page.blocks() == [block_item(b["type"], b["content"], b.get("level")) for b in REPLY["content"]["text_blocks"]]
+    blocks = REPLY["content"]["text_blocks"]
+    assert page.blocks() == [block_item(b["type"], b["content"], b.get("level")) for b in blocks]
     # About as many updates as when every event is read (they wait for min_chars anyway).
     now = [0.0]
     every = StreamFeed(clock=lambda: now[0], min_look=0)

@@ -23,9 +23,9 @@ Updates are throttled: at most one every `min_interval` seconds, and a text-only
 waits until it carries at least `min_chars` new characters (or `max_wait` has passed), so
 the socket's per-message framing stays small beside the text itself. The reply so far is
 read at most once every `min_look` seconds: a model streaming a token per event would
-otherwise have it parsed again for every token while those characters gather. When the reply is
-final, `clear()` empties exactly the slots that were used and the stored reply joins its
-turn bucket; the preview never outlives the reply that replaces it.
+otherwise have it parsed again for every token while those characters gather. When the
+reply is final, `clear()` empties exactly the slots that were used and the stored reply
+joins its turn bucket; the preview never outlives the reply that replaces it.
 """
 
 from __future__ import annotations

@@ -101,7 +101,9 @@ def direct_body(response: httpx.Response) -> AiohttpResponseStream | None:
     other response (another transport, a body httpx must decode first, one already read).
     The response is marked read, as `aiter_raw` marks it; closing it closes the body."""
     inner = getattr(response.stream, "_stream", None)  # httpx wraps the transport's stream once
-    if not isinstance(inner, AiohttpResponseStream) or response.is_stream_consumed or "content-encoding" in response.headers:
+    if not isinstance(inner, AiohttpResponseStream) or response.is_stream_consumed:
+        return None
+    if "content-encoding" in response.headers:
         return None
     response.is_stream_consumed = True
     return inner
