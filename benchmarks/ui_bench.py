@@ -11,10 +11,10 @@ growth comes from the conversation's length alone. Then, in chromium:
 - reloads the page after turn 1 and after turn N and times it until every message shows.
 
 Prints per-turn bytes at turn 1 and turn N, the worst turn (after 128 turns without a
-reload the page re-syncs once from the database), and the ratios N vs 1 (the machines are
-shared and noisy: ratios against the same run's baseline are what count). Run it while no
-other copy of the app is being built from this directory: a build bakes its port into the
-shared frontend.
+reload the turns shown so far join the history, which is sent once), and the ratios N vs 1
+(the machines are shared and noisy: ratios against the same run's baseline are what count).
+Run it while no other copy of the app is being built from this directory: a build bakes its
+port into the shared frontend.
 """
 
 from __future__ import annotations

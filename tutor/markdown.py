@@ -7,6 +7,8 @@ wrote is escaped, so `<script>` or `<img onerror=...>` arrive as visible text.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import lru_cache
 from html import escape
@@ -20,6 +22,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from tutor.contract.safety import is_safe_link, is_safe_media_src
+from tutor.settings import media_hosts
 
 # What one piece of model text may render to. A table's header fixes its width and every
 # body row is padded to it, so "|a|a|...|" over 1,000 columns plus a few "|x|" lines is a
@@ -141,13 +144,65 @@ def render(text: str, budget: dict | None = None) -> str:
     """Markdown (untrusted) -> safe HTML. Pass one `budget` (a dict, empty at first) to every
     render of a message: its tables and HTML are then capped together."""
     budget = {} if budget is None else budget
-    return _capped(_md().render(text or "", budget), "<p class=\"render-capped\">" + TOO_LARGE + "</p>\n", budget)
+    return _capped(_rendered(text or "", False, budget), "<p class=\"render-capped\">" + TOO_LARGE + "</p>\n", budget)
 
 
 def render_inline(text: str, budget: dict | None = None) -> str:
     """For one line (a heading, a caption): inline markdown only, no wrapping <p>."""
     budget = {} if budget is None else budget
-    return _capped(_md().renderInline(text or "", budget), TOO_LARGE, budget)
+    return _capped(_rendered(text or "", True, budget), TOO_LARGE, budget)
+
+
+# The same text is rendered again and again: a reply's blocks while it streams and once it
+# is stored, every message of a conversation on every page load. A render made with a
+# budget of its own is kept (RENDERED_KEEP characters of text and HTML in all, the most
+# recently used) and reused whenever the caller's budget could not change it: the budget
+# holds nothing but sizes (markdown-it also keeps a message's link reference definitions
+# in it), the render defined no references, and its tables fit in what the budget has
+# left (then every table it made is made again, and every table it refused, too large on
+# its own, is refused again). Anything else is rendered with the budget, as it always was.
+RENDERED_KEEP = 16_000_000
+_SIZES = frozenset((_CELLS, _CHARS))
+_rendered_lock = threading.Lock()
+_rendered_kept: OrderedDict[tuple[str, bool, tuple[str, ...]], tuple[str, int]] = OrderedDict()
+_rendered_size = 0
+
+
+def _rendered(text: str, inline: bool, budget: dict) -> str:
+    md = _md()
+    if len(text) > 8_000 or not budget.keys() <= _SIZES:
+        return md.renderInline(text, budget) if inline else md.render(text, budget)
+    key = (text, inline, media_hosts())  # which images may load is part of the HTML
+    with _rendered_lock:
+        kept = _rendered_kept.get(key)
+        if kept is not None:
+            _rendered_kept.move_to_end(key)
+    if kept is None:
+        env: dict = {}
+        html = md.renderInline(text, env) if inline else md.render(text, env)
+        if not env.keys() <= {_CELLS}:  # it defined link references: later parts may use them
+            return md.renderInline(text, budget) if inline else md.render(text, budget)
+        kept = (html, env.get(_CELLS, 0))
+        _keep(key, kept)
+    html, cells = kept
+    if cells:
+        spent = budget.get(_CELLS, 0) + cells
+        if spent > MAX_TABLE_CELLS:
+            return md.renderInline(text, budget) if inline else md.render(text, budget)
+        budget[_CELLS] = spent
+    return html
+
+
+def _keep(key: tuple[str, bool, tuple[str, ...]], kept: tuple[str, int]) -> None:
+    global _rendered_size
+    with _rendered_lock:
+        if key in _rendered_kept:
+            return
+        _rendered_kept[key] = kept
+        _rendered_size += len(key[0]) + len(kept[0])
+        while _rendered_size > RENDERED_KEEP and _rendered_kept:
+            (text, _, _), (html, _) = _rendered_kept.popitem(last=False)
+            _rendered_size -= len(text) + len(html)
 
 
 def _capped(html: str, notice: str, budget: dict) -> str:
