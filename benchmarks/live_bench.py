@@ -28,6 +28,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from benchmarks.ui_bench import WireCounter, bench_reply
 from tests.browser.app_runner import CHROMIUM, CHROMIUM_ARGS, RunningApp
+from tests.browser.helpers import wait_until  # polls page.evaluate: the app's CSP forbids eval
 from tests.fakes.servers import FakeLLMServer
 from tests.fakes.wire import openai_reply, openai_stream
 
@@ -55,7 +56,7 @@ def play(app: RunningApp, turns: int, timeout_s: float) -> list[dict]:
         if DUMP:
             page.on("websocket", lambda ws: ws.on("framereceived", lambda p: DUMP.append(p)))
         page.goto(f"{app.url}/learn?module={MODULE}")
-        page.wait_for_function(DONE % 0, timeout=timeout_s * 1000)
+        wait_until(page, DONE % 0, timeout=timeout_s * 1000)
         for turn in range(turns):
             time.sleep(0.3)
             counter.take()
@@ -64,9 +65,9 @@ def play(app: RunningApp, turns: int, timeout_s: float) -> list[dict]:
             box.fill(f"Question {turn + 1}: why does my heart race when I am anxious?")
             started = time.monotonic()
             box.press("Enter")
-            page.wait_for_function(FIRST_BLOCK % before, timeout=timeout_s * 1000, polling=20)
+            wait_until(page, FIRST_BLOCK % before, timeout=timeout_s * 1000, polling=20)
             first = time.monotonic() - started
-            page.wait_for_function(DONE % before, timeout=timeout_s * 1000, polling=20)
+            wait_until(page, DONE % before, timeout=timeout_s * 1000, polling=20)
             total = time.monotonic() - started
             time.sleep(0.2)  # trailing deltas (focus, status) belong to the turn
             rows.append({"first_block_s": first, "total_s": total, "bytes": counter.take()})

@@ -30,6 +30,7 @@ from pathlib import Path
 from playwright.sync_api import Page, sync_playwright
 
 from tests.browser.app_runner import CHROMIUM, CHROMIUM_ARGS, RunningApp
+from tests.browser.helpers import wait_until
 from tests.fakes.servers import FakeLLMServer
 from tests.fakes.wire import openai_reply
 
@@ -88,11 +89,9 @@ class WireCounter:
 
 
 def wait_idle(page: Page, tutor_messages: int, timeout_ms: float = 60_000) -> None:
-    page.wait_for_function(
-        f"document.querySelectorAll('.msg-tutor').length >= {tutor_messages}"
-        " && !document.getElementById('typing')",
-        timeout=timeout_ms,
-    )
+    # Polled with page.evaluate: wait_for_function needs eval, which the app's CSP forbids.
+    wait_until(page, f"document.querySelectorAll('.msg-tutor').length >= {tutor_messages}"
+               " && !document.getElementById('typing')", timeout=timeout_ms)
 
 
 def play_turn(page: Page, text: str, tutor_after: int) -> None:
@@ -105,10 +104,8 @@ def play_turn(page: Page, text: str, tutor_after: int) -> None:
 def timed_reload(page: Page, messages: int) -> float:
     started = time.perf_counter()
     page.reload()
-    page.wait_for_function(
-        f"document.querySelectorAll('.msg').length >= {messages} && !document.getElementById('typing')",
-        timeout=120_000,
-    )
+    wait_until(page, f"document.querySelectorAll('.msg').length >= {messages} && !document.getElementById('typing')",
+               timeout=120_000, polling=20)
     return time.perf_counter() - started
 
 
