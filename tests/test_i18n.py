@@ -401,3 +401,12 @@ def test_the_sign_in_pages_errors_read_in_vietnamese():
     assert message_for("throttled", 3) == "Too many attempts — try again in 3 minutes."
     assert localize(message_for("throttled", 3), "vi") == "Bạn đã thử quá nhiều lần — hãy thử lại sau 3 phút."
     assert localize(message_for("password_short"), "vi") == "Mật khẩu cần có ít nhất 8 ký tự."
+
+
+@pytest.mark.parametrize("language", ["en", "vi", "fr"])
+def test_no_message_is_no_text_not_the_catalogue_header(language):
+    # gettext keeps the catalogue's header under the empty msgid: a page with no error to
+    # show (the sign-in page) once showed "Project-Id-Version: ..." in its error box.
+    t = translator(language)
+    assert t("") == "" and t(Phrase("")) == "" and localize("", language) == ""
+    assert t.page("") == ""

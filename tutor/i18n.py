@@ -78,6 +78,8 @@ class Translator:
     def __call__(self, message: str, /, **params: Any) -> str:
         if isinstance(message, Phrase):
             message, params = message.msgid, {**message.params, **params}
+        if not message:  # gettext's "" is the catalogue's header, never a message
+            return ""
         params = {k: self(v) if isinstance(v, Phrase) else v for k, v in params.items()}  # "in {wait}": "3 h"
         return _format(self._catalogue.gettext(message), params, message)
 
