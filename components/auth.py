@@ -105,9 +105,7 @@ def signin_page() -> rx.Component:
     )
     other = rx.el.p(
         _w("New here?"), " ",
-        rx.el.a(_w("Create an account"), href=rx.cond(AuthPageState.next_path != "/",
-                                                  "/signup?next=" + AuthPageState.next_path, "/signup"),
-                id="create-account", class_name="auth-switch"),
+        rx.el.a(_w("Create an account"), href=AuthPageState.signup_href, id="create-account", class_name="auth-switch"),
         class_name="auth-other",
     )
     return _page("Sign in to continue learning", rx.cond(AuthPageState.auth_mode == "header", rx.fragment(), form),
@@ -126,7 +124,7 @@ def signup_page() -> rx.Component:
         action="/auth/signup", method="post", id="signup-form",
     )
     other = rx.el.p(_w("Already have an account?"), " ",
-                    rx.el.a(_w("Sign in"), href="/signin", class_name="auth-switch"),
+                    rx.el.a(_w("Sign in"), href=AuthPageState.signin_href, id="have-account", class_name="auth-switch"),
                     class_name="auth-other")
     return _page("Create an account", form, other)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import statistics
 import time
 from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from sqlmodel import select
 
 from tutor import accounts, sessions
-from tutor.accounts import AccountError, AuthSettings, Identity, identity_for_request, safe_next
+from tutor.accounts import AccountError, AuthSettings, Identity, auth_page, identity_for_request, safe_next
 from tutor.conversations import find_or_create
 from tutor.store import Account, AuthSession, Conversation, Learner, Store, utcnow
 
@@ -243,3 +244,13 @@ def test_cookie_flags_and_reading():
     assert sessions.session_cookie("tok", days=14, secure=True).endswith("; Secure")
     assert sessions.cookie_value('a=1; tutor_session="xyz"; b') == "xyz"
     assert sessions.cookie_value("not_tutor_session=1") == ""
+
+
+@pytest.mark.parametrize("target,expected", [
+    ("/learn?module=a&new=1", "/signup?next=%2Flearn%3Fmodule%3Da%26new%3D1"),  # one value, '&' and all
+    ("/operator", "/signup?next=%2Foperator"), ("/", "/signup"), (None, "/signup"),
+    ("//evil.example/", "/signup"), ("/signin?next=/x", "/signup"),
+])
+def test_the_other_auth_page_keeps_where_to_go_after_encoded_whole(target, expected):
+    assert auth_page("/signup", target) == expected
+    assert safe_next(parse_qs(urlsplit(auth_page("/signup", target)).query).get("next", [""])[0]) == safe_next(target)

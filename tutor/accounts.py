@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from urllib.parse import quote
 
 import sqlalchemy
 from argon2 import PasswordHasher
@@ -338,3 +339,10 @@ def safe_next(target: str | None, default: str = "/") -> str:
     if target.split("?")[0] in ("/signin", "/signup"):
         return default
     return target
+
+
+def auth_page(page: str, next_path: str | None) -> str:
+    """The sign-in or sign-up page's address that comes back to `next_path` afterwards,
+    the path encoded whole ("/learn?module=a&new=1" stays one value)."""
+    target = safe_next(next_path)
+    return page if target == "/" else f"{page}?next={quote(target, safe='')}"

@@ -10,12 +10,11 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from urllib.parse import quote
 
 import reflex as rx
 
 from tutor import dbfaults
-from tutor.accounts import Identity, auth_settings, identity_for_request, message_for, safe_next
+from tutor.accounts import Identity, auth_page, auth_settings, identity_for_request, message_for, safe_next
 from tutor.i18n import localize
 from tutor.runtime import get_engine
 from tutor.settings import LANGUAGE
@@ -70,7 +69,7 @@ class TutorState(rx.State):
             return who.learner_key, None
         url = self.router.url
         here = (url.path.rstrip("/") or "/") + (f"?{url.query}" if url.query else "")
-        return "", rx.redirect(f"/signin?next={quote(safe_next(here), safe='')}")
+        return "", rx.redirect(auth_page("/signin", here))
 
     async def still_signed_in(self) -> bool:
         """Before a send: is the person who opened this tab still signed in? Checked again
@@ -114,11 +113,15 @@ class AuthPageState(TutorState):
 
     error: str = ""
     next_path: str = "/"
+    # The other page's address, keeping where to go after (sign-in <-> sign-up).
+    signin_href: str = "/signin"
+    signup_href: str = "/signup"
 
     @rx.event
     async def load(self):
         params = self.router.url.query_parameters
         self.next_path = safe_next(params.get("next"))
+        self.signin_href, self.signup_href = auth_page("/signin", self.next_path), auth_page("/signup", self.next_path)
         code = params.get("error", "")
         try:
             minutes = int(params.get("minutes", "15"))

@@ -13,7 +13,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tutor import dbfaults
-from tutor.accounts import AuthSettings, identity_for_request
+from tutor.accounts import AuthSettings, auth_page, identity_for_request
 from tutor.console_modules import progress_csv
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ async def progress_export(request: Request) -> Response:
         store, library = _parts(request)
         who = await store.run(identity_for_request, store, dict(request.headers), client, settings=settings)
         if who is None and settings.mode == "accounts":
-            return RedirectResponse("/signin?next=%2Foperator", status_code=303)
+            return RedirectResponse(auth_page("/signin", "/operator"), status_code=303)
         if who is None or not who.is_operator:
             return PlainTextResponse(NOT_OPERATOR, status_code=403, headers={"cache-control": "no-store"})
         body = await store.run(progress_csv, store, library)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import quote
 
 import reflex as rx
 
 from tutor import dbfaults
+from tutor.accounts import auth_page
 from tutor.auth_state import TutorState
 from tutor.console_display import ErrorRow, ModuleView, ReviewRow, WindowRow, load_console
 from tutor.learner_data import delete_learner, find_learner
@@ -84,7 +84,7 @@ class OperatorState(TutorState):
         self.access, self.notice, self.load_error = "", "", ""
         if not await self._check_operator():
             if self.access == "denied" and self.auth_mode == "accounts" and not self.signed_in_as:
-                return rx.redirect(f"/signin?next={quote('/operator', safe='')}")
+                return rx.redirect(auth_page("/signin", "/operator"))
             return None
         library = get_engine().library
         self.module_ids = list(library.modules)

@@ -67,12 +67,19 @@ def test_sign_up_then_a_first_turn_and_back_after_signing_out(accounts_app: Runn
     page.wait_for_url("**/signin**")
     assert parse_qs(urlsplit(page.url).query)["next"] == [f"/learn?module={MODULE}"]
     expect(page.get_by_role("link", name="Create an account")).to_be_visible()
+    expect(page.locator("#auth-error")).to_have_count(0)  # nothing went wrong: no error box
+    page.wait_for_load_state("networkidle")
     page.locator("#create-account").click()
+    # The sign-up page keeps where to go after; it is filled in once it is there (the
+    # sign-in page has a Username box too).
+    page.wait_for_url(re.compile(r"/signup\?next=%2Flearn%3Fmodule%3D" + MODULE + "$"))
+    expect(page.locator("#signup-submit")).to_be_visible()
+    expect(page.locator("#auth-error")).to_have_count(0)
     name = "Learner-" + uuid.uuid4().hex[:6]
     page.get_by_label("Username").fill(name)
     page.get_by_label("Password").fill(PASSWORD)
     page.locator("#signup-submit").click()
-    page.wait_for_url(re.compile(rf"/learn/?\?module={MODULE}$"))
+    page.wait_for_url(re.compile("^" + re.escape(accounts_app.url) + rf"/learn/?\?module={MODULE}$"))
     page.locator(".msg-tutor").first.wait_for()
     wait_idle(page)
     expect(page.locator("#signed-in-as")).to_have_text(name.lower())
