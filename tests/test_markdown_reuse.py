@@ -91,4 +91,4 @@ def test_what_is_kept_stays_within_its_size(monkeypatch):
     for n in range(400):
         render(f"Message number {n}: " + "words " * 40)
     assert markdown._rendered_size <= 50_000
-    assert sum(len(t) + len(h) for (t, _, _), (h, _) in markdown._rendered_kept.items()) == markdown._rendered_size
+    assert sum(len(t) + len(h or "") for (t, _, _), (h, _) in markdown._rendered_kept.items()) == markdown._rendered_size

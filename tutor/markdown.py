@@ -164,7 +164,7 @@ def render_inline(text: str, budget: dict | None = None) -> str:
 RENDERED_KEEP = 16_000_000
 _SIZES = frozenset((_CELLS, _CHARS))
 _rendered_lock = threading.Lock()
-_rendered_kept: OrderedDict[tuple[str, bool, tuple[str, ...]], tuple[str, int]] = OrderedDict()
+_rendered_kept: OrderedDict[tuple[str, bool, tuple[str, ...]], tuple[str | None, int]] = OrderedDict()
 _rendered_size = 0
 
 
@@ -180,11 +180,13 @@ def _rendered(text: str, inline: bool, budget: dict) -> str:
     if kept is None:
         env: dict = {}
         html = md.renderInline(text, env) if inline else md.render(text, env)
-        if not env.keys() <= {_CELLS}:  # it defined link references: later parts may use them
-            return md.renderInline(text, budget) if inline else md.render(text, budget)
-        kept = (html, env.get(_CELLS, 0))
+        # A text defining link references puts them in the budget for the parts after it:
+        # it is remembered as one to render with the budget every time (None).
+        kept = (html if env.keys() <= {_CELLS} else None, env.get(_CELLS, 0))
         _keep(key, kept)
     html, cells = kept
+    if html is None:
+        return md.renderInline(text, budget) if inline else md.render(text, budget)
     if cells:
         spent = budget.get(_CELLS, 0) + cells
         if spent > MAX_TABLE_CELLS:
@@ -193,16 +195,16 @@ def _rendered(text: str, inline: bool, budget: dict) -> str:
     return html
 
 
-def _keep(key: tuple[str, bool, tuple[str, ...]], kept: tuple[str, int]) -> None:
+def _keep(key: tuple[str, bool, tuple[str, ...]], kept: tuple[str | None, int]) -> None:
     global _rendered_size
     with _rendered_lock:
         if key in _rendered_kept:
             return
         _rendered_kept[key] = kept
-        _rendered_size += len(key[0]) + len(kept[0])
+        _rendered_size += len(key[0]) + len(kept[0] or "")
         while _rendered_size > RENDERED_KEEP and _rendered_kept:
             (text, _, _), (html, _) = _rendered_kept.popitem(last=False)
-            _rendered_size -= len(text) + len(html)
+            _rendered_size -= len(text) + len(html or "")
 
 
 def _capped(html: str, notice: str, budget: dict) -> str:
