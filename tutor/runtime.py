@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
+from collections.abc import AsyncIterator
 
-from tutor import cpu_pin
+from tutor import cpu_pin, dbfaults
 from tutor.dbfaults import open_database
 from tutor.engine import Engine
 from tutor.llm.config import LLMSettings
@@ -41,3 +44,20 @@ def get_engine() -> Engine:
             threading.Thread(target=retrieval.warm, args=(list(library.modules.values()),),
                              name="tutor-warm", daemon=True).start()
         return _engine
+
+
+@contextlib.asynccontextmanager
+async def engine_at_start() -> AsyncIterator[None]:
+    """The server's start-up step (a lifespan task, entered before a worker serves): the
+    engine is built in a thread. Built by the first page instead, it held the event loop
+    ~1.2 s of CPU on this machine (the safety screen's phrases, the modules, the migration
+    check), every tab on that worker waiting, after each start and each worker replaced.
+    Anything that stops it here (a database not there yet, a wrong setting) is logged and
+    left to the first request, which tries again and says why, as before."""
+    try:
+        await asyncio.to_thread(get_engine)
+    except dbfaults.DatabaseUnavailable as fault:
+        dbfaults.report(fault, log, "start-up")
+    except Exception:  # noqa: BLE001 - the first request meets it again, with the page's handling
+        log.warning("the tutor could not start yet; the first request will try again", exc_info=True)
+    yield

@@ -13,6 +13,7 @@ from tutor.auth_state import AuthPageState
 from tutor.home_state import HomeState
 from tutor.operator_routes import operator_api
 from tutor.operator_state import OperatorState
+from tutor.runtime import engine_at_start
 from tutor.state import ChatState
 from tutor.web_security import security_headers
 import tutor.store  # noqa: F401  (its tables)
@@ -28,6 +29,8 @@ app = rx.App(stylesheets=["/tutor.css"], theme=None, head_components=[theme_head
              api_transformer=[auth_api(), operator_api(), security_headers])
 # A calm "connection lost" line instead of Reflex's toast naming the socket's address.
 app.app_wraps[(5, "Overlay")] = connection_overlay
+# Each worker builds the engine before it serves (off the event loop).
+app.register_lifespan_task(engine_at_start)
 app.add_page(home_page, route="/", title="Tutor", on_load=HomeState.load)
 app.add_page(chat_page, route="/learn", title="Tutor — learning", on_load=ChatState.load)
 app.add_page(signin_page, route="/signin", title="Tutor — sign in", on_load=AuthPageState.load)
