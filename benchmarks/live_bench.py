@@ -10,13 +10,15 @@ scripts/install-llama.sh) instead, with the json_schema strategy.
 For each turn, in chromium: the time from Enter until the first text block is visible,
 as a share of the time until the stored reply is shown (goal: at most 15% when streamed),
 and the websocket bytes the page received for the turn, against the same turn not
-streamed (the final message and the learner's echo; goal: at most 3x).
+streamed (the final message and the learner's echo; goal: at most 3x), and the CPU the
+app's processes spent on the turn, streamed against not streamed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -63,16 +65,33 @@ def play(app: RunningApp, turns: int, timeout_s: float) -> list[dict]:
             before = page.locator(".msg-tutor").count()
             box = page.locator("#message")
             box.fill(f"Question {turn + 1}: why does my heart race when I am anxious?")
-            started = time.monotonic()
+            started, cpu = time.monotonic(), server_cpu(app)
             box.press("Enter")
             wait_until(page, FIRST_BLOCK % before, timeout=timeout_s * 1000, polling=20)
             first = time.monotonic() - started
             wait_until(page, DONE % before, timeout=timeout_s * 1000, polling=20)
             total = time.monotonic() - started
             time.sleep(0.2)  # trailing deltas (focus, status) belong to the turn
-            rows.append({"first_block_s": first, "total_s": total, "bytes": counter.take()})
+            frames = counter.frames
+            rows.append({"first_block_s": first, "total_s": total, "bytes": counter.take(), "frames": frames,
+                         "server_cpu_s": server_cpu(app) - cpu})
         browser.close()
     return rows
+
+
+def server_cpu(app: RunningApp) -> float:
+    """CPU seconds the app's processes (its process group: the server and its workers)
+    have used so far; the browser and the model server are not in it."""
+    group, total = app.process.pid, 0
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == group:  # pgrp; utime and stime follow at 11 and 12
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def run_app(env: dict[str, str], turns: int, timeout_s: float, label: str) -> list[dict]:
@@ -95,6 +114,8 @@ def summary(rows: list[dict]) -> dict:
         "total_s": statistics.median(r["total_s"] for r in rows),
         "share": statistics.median(r["first_block_s"] / r["total_s"] for r in rows),
         "bytes": statistics.median(r["bytes"] for r in rows),
+        "frames": statistics.median(r["frames"] for r in rows),
+        "server_cpu_s": statistics.mean(r["server_cpu_s"] for r in rows),  # a mean: the clock ticks are 10 ms
     }
 
 
@@ -105,13 +126,16 @@ def compare(label: str, streamed: dict, baseline: dict) -> dict:
         "baseline": baseline,
         "first_block_share": streamed["share"],
         "bytes_ratio": streamed["bytes"] / baseline["bytes"],
+        "server_cpu_ratio": streamed["server_cpu_s"] / max(baseline["server_cpu_s"], 1e-9),
     }
     print(f"{label}:")
     print(f"  first block visible after {streamed['first_block_s']:.2f} s of {streamed['total_s']:.2f} s "
           f"-> {100 * streamed['share']:.0f}% of the turn (not streamed: {100 * baseline['share']:.0f}%, "
           f"{baseline['first_block_s']:.2f} s of {baseline['total_s']:.2f} s)  goal <= 15%")
     print(f"  websocket bytes per turn: streamed {streamed['bytes']:.0f} B, not streamed {baseline['bytes']:.0f} B "
-          f"-> ratio {out['bytes_ratio']:.2f}x  goal <= 3x")
+          f"-> ratio {out['bytes_ratio']:.2f}x  goal <= 3x ({streamed['frames']:.0f} and {baseline['frames']:.0f} frames)")
+    print(f"  the app's CPU per turn (server and workers): streamed {1000 * streamed['server_cpu_s']:.0f} ms, "
+          f"not streamed {1000 * baseline['server_cpu_s']:.0f} ms -> ratio {out['server_cpu_ratio']:.2f}x")
     return out
 
 
