@@ -162,6 +162,7 @@ def render_inline(text: str, budget: dict | None = None) -> str:
 # left (then every table it made is made again, and every table it refused, too large on
 # its own, is refused again). Anything else is rendered with the budget, as it always was.
 RENDERED_KEEP = 16_000_000
+_KEPT_TEXT = 8_000  # characters: a longer text (rare) is rendered each time
 _SIZES = frozenset((_CELLS, _CHARS))
 _rendered_lock = threading.Lock()
 _rendered_kept: OrderedDict[tuple[str, bool, tuple[str, ...]], tuple[str | None, int]] = OrderedDict()
@@ -170,7 +171,7 @@ _rendered_size = 0
 
 def _rendered(text: str, inline: bool, budget: dict) -> str:
     md = _md()
-    if len(text) > 8_000 or not budget.keys() <= _SIZES:
+    if len(text) > _KEPT_TEXT or not budget.keys() <= _SIZES:
         return md.renderInline(text, budget) if inline else md.render(text, budget)
     key = (text, inline, media_hosts())  # which images may load is part of the HTML
     with _rendered_lock:

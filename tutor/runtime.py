@@ -49,7 +49,7 @@ def get_engine() -> Engine:
 @contextlib.asynccontextmanager
 async def engine_at_start() -> AsyncIterator[None]:
     """The server's start-up step (a lifespan task, entered before a worker serves): the
-    engine is built in a thread. Built by the first page instead, it held the event loop
+    engine is built, in a thread. Built by the first page instead, it held the event loop
     ~1.2 s of CPU on this machine (the safety screen's phrases, the modules, the migration
     check), every tab on that worker waiting, after each start and each worker replaced.
     Anything that stops it here (a database not there yet, a wrong setting) is logged and
