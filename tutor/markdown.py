@@ -170,9 +170,8 @@ _rendered_size = 0
 
 
 def _rendered(text: str, inline: bool, budget: dict) -> str:
-    md = _md()
     if len(text) > _KEPT_TEXT or not budget.keys() <= _SIZES:
-        return md.renderInline(text, budget) if inline else md.render(text, budget)
+        return _render(text, inline, budget)
     key = (text, inline, media_hosts())  # which images may load is part of the HTML
     with _rendered_lock:
         kept = _rendered_kept.get(key)
@@ -180,20 +179,25 @@ def _rendered(text: str, inline: bool, budget: dict) -> str:
             _rendered_kept.move_to_end(key)
     if kept is None:
         env: dict = {}
-        html = md.renderInline(text, env) if inline else md.render(text, env)
+        html = _render(text, inline, env)
         # A text defining link references puts them in the budget for the parts after it:
         # it is remembered as one to render with the budget every time (None).
         kept = (html if env.keys() <= {_CELLS} else None, env.get(_CELLS, 0))
         _keep(key, kept)
     html, cells = kept
     if html is None:
-        return md.renderInline(text, budget) if inline else md.render(text, budget)
+        return _render(text, inline, budget)
     if cells:
         spent = budget.get(_CELLS, 0) + cells
         if spent > MAX_TABLE_CELLS:
-            return md.renderInline(text, budget) if inline else md.render(text, budget)
+            return _render(text, inline, budget)
         budget[_CELLS] = spent
     return html
+
+
+def _render(text: str, inline: bool, env: dict) -> str:
+    md = _md()
+    return md.renderInline(text, env) if inline else md.render(text, env)
 
 
 def _keep(key: tuple[str, bool, tuple[str, ...]], kept: tuple[str | None, int]) -> None:
