@@ -11,10 +11,10 @@ with its window.
 When Redis cannot be reached, sign-in stays available and stays limited: the count falls
 back to this process's memory (which records every failure all along, so the failures this
 worker saw before Redis went down still count), and one warning naming TUTOR_REDIS_URL is
-logged every WARN_EVERY_S (tutor.usage.RedisOutage, as for the usage limits). Refusing every sign-in would lock everyone out for as long as
+logged every WARN_EVERY_S. Refusing every sign-in would lock everyone out for as long as
 Redis is down; counting nothing would let guessing run free. After a failed call, Redis is
 left alone for RETRY_AFTER_S, so a Redis that hangs costs one short wait now and then, not
-one per sign-in.
+one per sign-in (tutor.usage.RedisOutage, the same rule as for the usage limits).
 """
 
 from __future__ import annotations
