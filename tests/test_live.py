@@ -53,9 +53,9 @@ def _size(updates) -> int:
     return len(json.dumps({k: _plain(v) for k, v in updates.items()}))
 
 
-def stream(raw: str, step: int = 8, tick: float = 0.03):
+def stream(raw: str, step: int = 8, tick: float = 0.03, **options):
     now = [0.0]
-    feed = StreamFeed(clock=lambda: now[0])
+    feed = StreamFeed(clock=lambda: now[0], **options)
     page, sent, times = Page(), [], []
     for cut in range(step, len(raw) + step, step):
         now[0] += tick
@@ -111,20 +111,15 @@ def test_a_token_per_event_stream_is_read_at_most_twenty_times_a_second(monkeypa
     reads = []
     monkeypatch.setattr(tutor.live, "preview", lambda raw, read=tutor.live.preview: reads.append(raw) or read(raw))
     raw = json.dumps(REPLY)
-    feed, page, sent, times = stream(raw, step=3, tick=0.005)  # 600 characters a second
+    feed, page, sent, _ = stream(raw, step=3, tick=0.005)  # 600 characters a second
     page.apply(feed.push(raw, force=True))
     seconds, read = len(raw) / 3 * 0.005, len(reads)
     assert read <= 20 * seconds + 2
     blocks = REPLY["content"]["text_blocks"]
     assert page.blocks() == [block_item(b["type"], b["content"], b.get("level")) for b in blocks]
     # About as many updates as when every event is read (they wait for min_chars anyway).
-    now = [0.0]
-    every = StreamFeed(clock=lambda: now[0], min_look=0)
-    updates = 0
-    for cut in range(3, len(raw) + 3, 3):
-        now[0] += 0.005
-        updates += bool(every.push(raw[:cut]))
-    assert len(sent) >= 0.8 * updates
+    _, _, sent_reading_every_event, _ = stream(raw, step=3, tick=0.005, min_look=0)
+    assert len(sent) >= 0.8 * len(sent_reading_every_event)
 
 
 def test_a_reply_rewritten_midway_starts_its_pieces_over():
