@@ -126,6 +126,9 @@ class RiskLabel(_Strict):
     title: str = Field(min_length=1)
     signals: dict[Language, LanguageSignals]
     reply: Replies
+    # The emergency-first reply for an imminent flag (a plan, means, a time, an attempt under
+    # way, danger now); `reply` when the author wrote none.
+    imminent_reply: Replies | None = None
     supersedes: list[LabelId] = Field(default_factory=list)
 
 
@@ -144,10 +147,14 @@ class SafetyConfig(_Strict):
                 raise ValueError("; ".join(f"{dotted(p) or 'safety'}: {m}" for p, m in findings))
         return self
 
-    def reply_for(self, label: str, language: str | None = None) -> list[TextBlock]:
-        """The label's reply in `language` (or its primary subtag: vi-VN -> vi), else the
-        reply for every language, else the file's first language's."""
-        return _pick(self.labels[label].reply, language, self.languages)
+    def reply_for(self, label: str, language: str | None = None, severity: str = "") -> list[TextBlock]:
+        """The label's reply (its imminent_reply for severity "imminent", if written) in
+        `language` (or its primary subtag: vi-VN -> vi), else the reply for every language,
+        else the file's first language's."""
+        risk = self.labels[label]
+        if severity == "imminent" and risk.imminent_reply:
+            return _pick(risk.imminent_reply, language, self.languages)
+        return _pick(risk.reply, language, self.languages)
 
     def check_in_for(self, language: str | None = None) -> list[TextBlock]:
         return _pick(self.check_in, language, self.languages)

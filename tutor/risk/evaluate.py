@@ -1,36 +1,44 @@
-"""The labelled set (evals/safety/messages.yaml) against a safety configuration: recall on
-crisis messages and false positives on ordinary ones, per label and overall, and the time
-screen() took per message in this run.
+"""Labelled sets against the offline screen: recall on crisis messages and false positives
+on ordinary ones, per label, kind, severity and language, and the CPU the screen took per
+message in this run.
 
 Definitions (what `tutor safety eval` prints and gates on):
 - a crisis message has expected labels; an ordinary message has none;
 - recall of a label: crisis messages expecting it that got it;
 - overall recall: crisis messages that got at least one of their expected labels (the
   learner saw an authored crisis reply);
+- imminent kinds (plan, preparation, means, timing, farewell, attempt): every one must be
+  caught; "as imminent" counts those whose flag also said imminent (the emergency-first reply);
 - false-positive rate of a label: ordinary messages flagged with it / all ordinary messages;
   overall: ordinary messages flagged with anything / all ordinary messages;
 - `extra`: crisis messages flagged with a label they do not expect (reported, not gated).
+Languages are reported as written: `vi` with diacritics, `vi-plain` typed without them.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tutor.risk._lines import parse_yaml
 from tutor.risk.config import REPO_ROOT, SafetyConfig
-from tutor.risk.screen import screen
+from tutor.risk.screen import RiskFlag, screen
 
-__all__ = ["DEFAULT_SET", "LabelledMessage", "LabelledSetError", "Report", "evaluate", "format_report",
-           "load_labelled_set"]
+__all__ = ["DEFAULT_SET", "DEV_SET", "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError",
+           "Report", "evaluate", "format_report", "load_labelled_set"]
 
 DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
-MIN_RECALL = 0.95
+DEV_SET = REPO_ROOT / "evals" / "safety" / "dev.yaml"
+HOLDOUT_SET = REPO_ROOT / "evals" / "safety" / "holdout.yaml"
+MIN_RECALL = 0.90
 MAX_FALSE_POSITIVE_RATE = 0.03
+IMMINENT_KINDS = ("plan", "preparation", "means", "timing", "farewell", "attempt")
 LONG_MESSAGE_CHARS = 4000
+Screen = Callable[[str], list[RiskFlag]]
 
 
 class LabelledSetError(ValueError):
@@ -44,6 +52,13 @@ class LabelledMessage:
     labels: tuple[str, ...]
     note: str = ""
     line: int = 0
+    kind: str = ""
+    severity: str = ""
+
+    @property
+    def written_in(self) -> str:
+        """The language as written: Vietnamese typed without diacritics is `vi-plain`."""
+        return f"{self.language}-plain" if self.language == "vi" and self.text.isascii() else self.language
 
 
 def load_labelled_set(path: Path | str = DEFAULT_SET, known_labels: set[str] | None = None) -> list[LabelledMessage]:
@@ -69,11 +84,12 @@ def load_labelled_set(path: Path | str = DEFAULT_SET, known_labels: set[str] | N
         unknown = [x for x in labels if known_labels is not None and x not in known_labels]
         if unknown:
             problems.append(f"{source}:{line}: unknown label(s) {unknown} (canonical: {sorted(known_labels or ())})")
-        extra = set(entry) - {"text", "language", "labels", "note"}
+        extra = set(entry) - {"text", "language", "labels", "note", "kind", "severity"}
         if extra:
             problems.append(f"{source}:{line}: unknown key(s) {sorted(extra)}")
         out.append(LabelledMessage(entry["text"], str(entry.get("language") or ""), tuple(labels),
-                                   str(entry.get("note") or ""), line))
+                                   str(entry.get("note") or ""), line, str(entry.get("kind") or ""),
+                                   str(entry.get("severity") or "")))
     if problems:
         raise LabelledSetError("\n".join(problems))
     return out
@@ -95,6 +111,16 @@ class LabelStats:
 class Outcome:
     message: LabelledMessage
     flagged: tuple[str, ...]
+    severities: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    @property
+    def imminent(self) -> bool:
+        return self.message.kind in IMMINENT_KINDS or self.message.severity == "imminent"
+
+    @property
+    def said_imminent(self) -> bool:
+        return "imminent" in self.severities
 
     @property
     def crisis(self) -> bool:
@@ -112,6 +138,8 @@ class Report:
     timings_ms: list[float]
     long_message_ms: float
     by_language: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
+    name: str = ""
 
     @property
     def crisis(self) -> list[Outcome]:
@@ -132,19 +160,18 @@ class Report:
         hits = [o for o in ordinary if (label in o.flagged if label else o.flagged)]
         return len(hits) / len(ordinary)
 
+    def imminent_kinds(self) -> list[Outcome]:
+        return [o for o in self.crisis if o.message.kind in IMMINENT_KINDS]
+
     def failures(self) -> list[str]:
         out = []
         if self.recall() < MIN_RECALL:
             out.append(f"overall recall {self.recall():.1%} < {MIN_RECALL:.0%}")
         if self.false_positive_rate() > MAX_FALSE_POSITIVE_RATE:
             out.append(f"overall false positives {self.false_positive_rate():.1%} > {MAX_FALSE_POSITIVE_RATE:.0%}")
-        for stats in self.labels.values():
-            recall = stats.recall()
-            if recall is not None and recall < MIN_RECALL:
-                out.append(f"{stats.label}: recall {recall:.1%} < {MIN_RECALL:.0%}")
-            if self.false_positive_rate(stats.label) > MAX_FALSE_POSITIVE_RATE:
-                out.append(f"{stats.label}: false positives {self.false_positive_rate(stats.label):.1%} "
-                           f"> {MAX_FALSE_POSITIVE_RATE:.0%}")
+        missed = [o for o in self.imminent_kinds() if not o.caught]
+        if missed:
+            out.append(f"{len(missed)} plan/preparation/means/timing/farewell/attempt message(s) missed")
         return out
 
     def mean_ms(self) -> float:
@@ -161,20 +188,24 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
 
-def evaluate(messages: list[LabelledMessage], config: SafetyConfig, rounds: int = 5) -> Report:
-    """Screen every message `rounds` times (timings from all rounds; flags from the first:
-    the screen is deterministic)."""
+def evaluate(messages: list[LabelledMessage], config: SafetyConfig, rounds: int = 5,
+             screen_with: Screen | None = None, name: str = "") -> Report:
+    """Screen every message `rounds` times (CPU time from all rounds; flags from the first:
+    the screen is deterministic). `screen_with`: the screen to measure (default: the phrase
+    layer alone, `screen(text, config)`)."""
     config.matcher()  # compiling is loading, not screening
+    screen_with = screen_with or (lambda text: screen(text, config))
     labels = {label: LabelStats(label) for label in config.labels}
     outcomes: list[Outcome] = []
     timings: list[float] = []
     for round_no in range(max(1, rounds)):
         for message in messages:
-            started = time.perf_counter()
-            flags = screen(message.text, config)
-            timings.append((time.perf_counter() - started) * 1000)
+            started = time.process_time()
+            flags = screen_with(message.text)
+            timings.append((time.process_time() - started) * 1000)
             if round_no == 0:
-                outcomes.append(Outcome(message, tuple(f.label for f in flags)))
+                outcomes.append(Outcome(message, tuple(dict.fromkeys(f.label for f in flags)),
+                                        tuple(f.severity for f in flags), tuple(f.source for f in flags)))
     for outcome in outcomes:
         expected = set(outcome.message.labels)
         for label in expected:
@@ -187,32 +218,46 @@ def evaluate(messages: list[LabelledMessage], config: SafetyConfig, rounds: int 
                 stats.false_positives += 1
             elif label not in expected:
                 stats.extra += 1
-    report = Report(labels, outcomes, timings, _long_message_ms(messages, config))
-    for language in sorted({m.language for m in messages}):
-        mine = [o for o in outcomes if o.message.language == language]
-        crisis = [o for o in mine if o.crisis]
-        ordinary = [o for o in mine if not o.crisis]
-        report.by_language[language] = {
-            "crisis": len(crisis), "caught": sum(o.caught for o in crisis),
-            "ordinary": len(ordinary), "false_positives": sum(bool(o.flagged) for o in ordinary)}
+    report = Report(labels, outcomes, timings, _long_message_ms(messages, screen_with), name=name)
+    for language in sorted({m.written_in for m in messages}):
+        report.by_language[language] = _tally([o for o in outcomes if o.message.written_in == language])
+    for kind in sorted({m.kind for m in messages if m.kind}):
+        report.by_kind[kind] = _tally([o for o in outcomes if o.message.kind == kind])
     return report
 
 
-def _long_message_ms(messages: list[LabelledMessage], config: SafetyConfig, rounds: int = 20) -> float:
+def _tally(outcomes: list[Outcome]) -> dict[str, Any]:
+    crisis = [o for o in outcomes if o.crisis]
+    ordinary = [o for o in outcomes if not o.crisis]
+    return {"crisis": len(crisis), "caught": sum(o.caught for o in crisis),
+            "as_imminent": sum(o.caught and o.said_imminent for o in crisis if o.imminent),
+            "imminent": sum(o.imminent for o in crisis),
+            "ordinary": len(ordinary), "false_positives": sum(bool(o.flagged) for o in ordinary)}
+
+
+def _long_message_ms(messages: list[LabelledMessage], screen_with: Screen, rounds: int = 3) -> float:
     """Mean time for one 4000-character message made of the set's ordinary messages."""
     ordinary = [m.text for m in messages if not m.labels] or ["Why does my chest feel tight?"]
     text = ""
     while len(text) < LONG_MESSAGE_CHARS:
         text += " ".join(ordinary) + " "
     text = text[:LONG_MESSAGE_CHARS]
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(rounds):
-        screen(text, config)
-    return (time.perf_counter() - started) * 1000 / rounds
+        screen_with(text)
+    return (time.process_time() - started) * 1000 / rounds
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
+
+
+def _row(name: str, numbers: dict[str, Any]) -> tuple[str, ...]:
+    recall = numbers["caught"] / numbers["crisis"] if numbers["crisis"] else None
+    fp = numbers["false_positives"] / numbers["ordinary"] if numbers["ordinary"] else None
+    imminent = f"{numbers['as_imminent']}/{numbers['imminent']}" if numbers["imminent"] else ""
+    return (name, _pct(recall), f"{numbers['caught']}/{numbers['crisis']}", _pct(fp),
+            f"{numbers['false_positives']}/{numbers['ordinary']}", imminent)
 
 
 def format_report(report: Report, show_misses: bool = True) -> str:
@@ -223,35 +268,44 @@ def format_report(report: Report, show_misses: bool = True) -> str:
                      _pct(report.false_positive_rate(stats.label)), f"{stats.false_positives}/{n_ordinary}",
                      str(stats.extra)))
     crisis = report.crisis
-    caught = sum(o.caught for o in crisis)
-    flagged_ordinary = sum(bool(o.flagged) for o in report.ordinary)
-    rows.append(("overall", _pct(report.recall()), f"{caught}/{len(crisis)}", _pct(report.false_positive_rate()),
-                 f"{flagged_ordinary}/{n_ordinary}", str(sum(s.extra for s in report.labels.values()))))
-    for language, numbers in report.by_language.items():
-        recall = numbers["caught"] / numbers["crisis"] if numbers["crisis"] else None
-        fp = numbers["false_positives"] / numbers["ordinary"] if numbers["ordinary"] else None
-        rows.append((f"  language {language}", _pct(recall), f"{numbers['caught']}/{numbers['crisis']}", _pct(fp),
-                     f"{numbers['false_positives']}/{numbers['ordinary']}", ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
-             for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.insert(len(lines) - len(report.by_language) - 1, "  ".join("-" * w for w in widths))
+    everything = _tally(report.outcomes)
+    rows.append(("overall", *_row("", everything)[1:5], str(sum(s.extra for s in report.labels.values()))))
+    sections = [rows]
+    if report.by_language:
+        sections.append([("language", "", "", "", "", "as imminent")]
+                        + [_row(f"  {k}", v) for k, v in report.by_language.items()])
+    if report.by_kind:
+        sections.append([("kind", "", "", "", "", "as imminent")]
+                        + [_row(f"  {k}", v) for k, v in report.by_kind.items()])
+    table = [row for section in sections for row in section]
+    widths = [max(len(r[i]) for r in table) for i in range(6)]
+    lines = [f"== {report.name}"] if report.name else []
+    for i, section in enumerate(sections):
+        if i:
+            lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(widths[j]) if j == 0 else c.rjust(widths[j]) for j, c in enumerate(row))
+                  for row in section]
+    imminent = report.imminent_kinds()
     lines.append("")
-    lines.append(f"{len(report.outcomes)} messages ({len(crisis)} crisis, {n_ordinary} ordinary); "
-                 f"screen time per message: mean {report.mean_ms():.3f} ms, p99 {report.p99_ms():.3f} ms "
+    lines.append(f"{len(report.outcomes)} messages ({len(crisis)} crisis, {n_ordinary} ordinary); plans, "
+                 f"preparations, means, timing, farewells, attempts caught {sum(o.caught for o in imminent)}"
+                 f"/{len(imminent)}, said imminent {sum(o.caught and o.said_imminent for o in imminent)}"
+                 f"/{len(imminent)}")
+    lines.append(f"CPU per message: mean {report.mean_ms():.2f} ms, p99 {report.p99_ms():.2f} ms "
                  f"({len(report.timings_ms)} screens); {LONG_MESSAGE_CHARS}-char message: "
-                 f"{report.long_message_ms:.3f} ms")
-    lines.append(f"goals: recall >= {MIN_RECALL:.0%} and false positives <= {MAX_FALSE_POSITIVE_RATE:.0%}, "
-                 f"per label and overall")
+                 f"{report.long_message_ms:.1f} ms")
+    lines.append(f"goals: recall >= {MIN_RECALL:.0%}, every plan/preparation/means/timing/farewell/attempt "
+                 f"caught, false positives <= {MAX_FALSE_POSITIVE_RATE:.0%}")
     if show_misses:
         for outcome in crisis:
             missing = set(outcome.message.labels) - set(outcome.flagged)
             if missing:
-                lines.append(f"missed  line {outcome.message.line}: {sorted(missing)} {outcome.message.text!r}")
+                lines.append(f"missed  line {outcome.message.line}: {sorted(missing)} "
+                             f"[{outcome.message.kind}] {outcome.message.text!r}")
         for outcome in report.ordinary:
             if outcome.flagged:
-                lines.append(f"false+  line {outcome.message.line}: {list(outcome.flagged)} {outcome.message.text!r}")
+                lines.append(f"false+  line {outcome.message.line}: {list(outcome.flagged)} "
+                             f"{sorted(set(outcome.sources))} [{outcome.message.kind}] {outcome.message.text!r}")
     return "\n".join(lines)
 
 
@@ -263,12 +317,17 @@ def report_json(report: Report) -> dict[str, Any]:
         for s in report.labels.values()
     }
     return {
+        "set": report.name,
         "labels": labels,
         "overall": {"recall": report.recall(), "false_positive_rate": report.false_positive_rate(),
                     "crisis": len(report.crisis), "ordinary": len(report.ordinary),
                     "caught": sum(o.caught for o in report.crisis),
                     "false_positives": sum(bool(o.flagged) for o in report.ordinary)},
         "by_language": report.by_language,
+        "by_kind": report.by_kind,
+        "imminent_kinds": {"messages": len(report.imminent_kinds()),
+                           "caught": sum(o.caught for o in report.imminent_kinds()),
+                           "said_imminent": sum(o.caught and o.said_imminent for o in report.imminent_kinds())},
         "timing_ms": {"mean": report.mean_ms(), "p99": report.p99_ms(), "screens": len(report.timings_ms),
                       f"message_{LONG_MESSAGE_CHARS}_chars": report.long_message_ms},
         "goals": {"min_recall": MIN_RECALL, "max_false_positive_rate": MAX_FALSE_POSITIVE_RATE},

@@ -20,7 +20,7 @@ from typing import Any
 from tutor.risk.config import SafetyConfig
 from tutor.risk.tokens import APOSTROPHES, IGNORABLE, tokenize
 
-__all__ = ["Evidence", "RiskFlag", "locate_evidence", "screen", "span_hash"]
+__all__ = ["Evidence", "RiskFlag", "locate_evidence", "screen", "screen_with_idioms", "span_hash"]
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -66,14 +66,17 @@ class RiskFlag:
     label: str  # a canonical label id of the safety file
     confidence: float
     evidence: tuple[Evidence, ...]
-    source: str = "offline"  # "offline" for this screen; a model screen names itself
+    source: str = "offline"  # the layer that raised it: "offline" (phrases), "semantic", "model"
     language: str = ""  # language of the best-matching phrase ("" when unknown)
+    severity: str = ""  # "imminent" or "serious" ("" before the screen has weighed it)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"label": self.label, "confidence": self.confidence, "source": self.source,
                "evidence": [e.to_dict() for e in self.evidence]}
         if self.language:
             out["language"] = self.language
+        if self.severity:
+            out["severity"] = self.severity
         return out
 
     @classmethod
@@ -85,23 +88,32 @@ class RiskFlag:
             raise ValueError("a risk flag needs a confidence between 0 and 1")
         evidence = tuple(Evidence.from_dict(e) for e in data.get("evidence") or ())
         return cls(label, float(confidence), evidence, str(data.get("source") or "offline"),
-                   str(data.get("language") or ""))
+                   str(data.get("language") or ""), str(data.get("severity") or ""))
 
 
 def screen(text: str, config: SafetyConfig) -> list[RiskFlag]:
     """Flags for `text`, highest confidence first; [] when nothing signals risk."""
+    return screen_with_idioms(text, config)[0]
+
+
+def screen_with_idioms(text: str, config: SafetyConfig) -> tuple[list[RiskFlag], list[tuple[int, int]]]:
+    """screen(), and the spans of `text` an authored idiom or negation matched ("this lesson
+    is killing me", "I would never hurt myself"): the semantic layer asks more before it
+    flags words the authors know to be ordinary (tutor.risk.offline)."""
     if not text:
-        return []
+        return [], []
     tokenized = tokenize(text)
     matcher = config.matcher()
-    decisions = matcher.decide(matcher.hits(tokenized))
+    hits = matcher.hits(tokenized)
+    decisions = matcher.decide(hits)
     spans_of = tokenized.spans
     flags = []
     for decision in decisions:
         spans = [(spans_of[first][0], spans_of[last][1]) for first, last in decision.spans]
         evidence = tuple(Evidence.of(text, start, end) for start, end in sorted(set(spans)))
         flags.append(RiskFlag(decision.label, decision.confidence, evidence, "offline", decision.language))
-    return flags
+    idioms = sorted({(spans_of[h.first][0], spans_of[h.last][1]) for h in hits if h.rule.safe})
+    return flags, idioms
 
 
 # --- a model's evidence snippet -> a span ----------------------------------------------------

@@ -1,0 +1,291 @@
+"""The semantic layer of the offline safety screen: risk recognised by meaning.
+
+A light classifier (tutor.understand.softmax) is trained on the vectors of an authored
+exemplar bank — `exemplars_<language>.yaml` beside the safety file: crisis messages per
+label and severity, and ordinary messages that share their words (idioms, the course's own
+vocabulary of fear and panic, films and history, goodbyes with a harmless reason). Each
+Vietnamese exemplar is also learnt as typed without diacritics, since the model reads
+those far less well. A message is read in windows of whole sentences
+(tutor.understand.spans); a window whose risk (1 - P(ordinary)) reaches the threshold
+raises a flag for the label with the most weight, and for a second label holding a good
+share of it (an overdose is self-harm and a medical emergency). The flag's evidence is the
+window (offsets + SHA-256, like every flag); its severity is the more likely of the
+label's two classes.
+
+    semantic = load_semantic(bank_folder)        # vectors cached on disk, trained once
+    reading = semantic.read(text, vectors)       # vectors: one per window (embed off the loop)
+    reading.flags, reading.severity_at(label, start)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tutor.risk._lines import parse_yaml
+from tutor.risk.screen import Evidence, RiskFlag
+from tutor.understand import (
+    HASH_DIM,
+    EmbedderUnavailable,
+    SoftmaxClassifier,
+    VectorCache,
+    cache_dir,
+    embedder,
+    fold_accents,
+    ngram_rows,
+    train_softmax,
+    windows,
+)
+
+__all__ = ["ORDINARY", "SEVERITIES", "BankError", "Exemplar", "Reading", "SemanticScreen", "load_bank",
+           "load_semantic", "semantic_screen"]
+
+log = logging.getLogger("tutor.risk")
+
+ORDINARY = "none"
+SEVERITIES = ("imminent", "serious")
+# Risk (1 - P(ordinary)) from which a window is flagged; chosen on evals/safety/dev.yaml.
+THRESHOLD = 0.45
+# Below this risk a window reads as ordinary with confidence: a listed phrase matched in it
+# is an idiom, a story or a question the phrases did not foresee (tutor.risk.offline).
+ORDINARY_BELOW = 0.2
+# Risk needed in a window where the phrase layer matched an authored idiom or negation.
+IDIOM_THRESHOLD = 0.9
+# A second label is flagged too when it holds this share of the window's risk.
+SECOND_LABEL_SHARE = 0.15
+
+
+class BankError(ValueError):
+    """An exemplar file cannot be used; the message has ``file:line:`` locations."""
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    text: str
+    label: str  # a canonical label, or ORDINARY
+    severity: str = ""  # imminent | serious for a crisis exemplar
+    kind: str = ""
+    language: str = ""
+
+    @property
+    def target(self) -> str:
+        return ORDINARY if self.label == ORDINARY else f"{self.label}/{self.severity}"
+
+
+def load_bank(folder: Path, labels: Sequence[str]) -> list[Exemplar]:
+    """Every `exemplars_*.yaml` in `folder` (the language is the part after the underscore)."""
+    out: list[Exemplar] = []
+    problems: list[str] = []
+    for path in sorted(folder.glob("exemplars_*.yaml")):
+        language = path.stem.split("_", 1)[1]
+        data, lines, found = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+        problems += found
+        entries = data.get("exemplars") if isinstance(data, dict) else None
+        if not found and not isinstance(entries, list):
+            problems.append(f"{path}:1: expected a mapping with an `exemplars:` list")
+            continue
+        for i, entry in enumerate(entries or []):
+            line = lines.get(("exemplars", i), 1)
+            text = entry.get("text") if isinstance(entry, dict) else None
+            label = entry.get("label") if isinstance(entry, dict) else None
+            severity = str(entry.get("severity") or "") if isinstance(entry, dict) else ""
+            if not isinstance(text, str) or not text.strip():
+                problems.append(f"{path}:{line}: each exemplar needs a non-empty `text`")
+            elif label != ORDINARY and label not in labels:
+                problems.append(f"{path}:{line}: `label` must be {ORDINARY} or one of {sorted(labels)}, got {label!r}")
+            elif label != ORDINARY and severity not in SEVERITIES:
+                problems.append(f"{path}:{line}: a crisis exemplar needs `severity`: imminent or serious")
+            else:
+                out.append(Exemplar(text.strip(), label, severity if label != ORDINARY else "",
+                                    str(entry.get("kind") or ""), language))
+    if problems:
+        raise BankError("\n".join(problems))
+    return out
+
+
+def course_exemplars(texts: Sequence[str], per_text: int = 40) -> list[Exemplar]:
+    """Ordinary exemplars from the modules' own words (topic content, checks and their
+    example answers), read in the same windows as a message: a learner answering "the heart
+    beats faster and breathing speeds up" is talking about the lesson, and the course's
+    vocabulary of fear, panic and the body's alarm is what the screen must not mistake."""
+    out: list[Exemplar] = []
+    for text in texts:
+        plain = re.sub(r"^\s*(#+|[-*>]|\d+\.|!!!\s*\w+)\s*", "", text, flags=re.MULTILINE)
+        for start, end in windows(plain)[:per_text]:
+            piece = plain[start:end].strip()
+            if len(piece.split()) >= 4:
+                out.append(Exemplar(piece, ORDINARY, "", "course", "module"))
+    return out
+
+
+def _training_texts(bank: Sequence[Exemplar]) -> tuple[list[str], list[str]]:
+    texts, targets = [], []
+    for ex in bank:
+        variants = {ex.text, fold_accents(ex.text)} if not ex.text.isascii() else {ex.text}
+        for text in sorted(variants):
+            texts.append(text)
+            targets.append(ex.target)
+    return texts, targets
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the semantic layer read in one text: its flags, and per window the class
+    probabilities (for the severity of a flag another layer raised)."""
+
+    flags: list[RiskFlag]
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    proba: np.ndarray | None = None
+    classes: tuple[str, ...] = ()
+
+    def window_of(self, start: int) -> int:
+        return next((i for i, (a, b) in enumerate(self.spans) if a <= start < b), 0)
+
+    def reads_ordinary_at(self, start: int) -> bool:
+        """The window holding offset `start` reads as plainly ordinary (False when nothing was read)."""
+        if self.proba is None or not self.spans:
+            return False
+        risk = 1.0 - self.proba[self.window_of(start), self.classes.index(ORDINARY)]
+        return bool(risk < ORDINARY_BELOW)
+
+    def severity_at(self, label: str, start: int) -> str:
+        """The severity the window holding offset `start` suggests for `label` ("imminent"
+        when nothing was read: a missed emergency is worse than an unneeded one)."""
+        if self.proba is None or not self.spans:
+            return "imminent"
+        return _severity(self.proba[self.window_of(start)], self.classes, label)
+
+
+def _severity(row: np.ndarray, classes: tuple[str, ...], label: str) -> str:
+    imminent = row[classes.index(f"{label}/imminent")] if f"{label}/imminent" in classes else 0.0
+    serious = row[classes.index(f"{label}/serious")] if f"{label}/serious" in classes else 0.0
+    return "imminent" if imminent >= serious else "serious"
+
+
+@dataclass(frozen=True)
+class SemanticScreen:
+    classifier: SoftmaxClassifier
+    threshold: float = THRESHOLD
+    version: str = ""
+
+    def windows(self, text: str) -> list[tuple[int, int]]:
+        return windows(text)
+
+    def read(self, text: str, vectors: np.ndarray, spans: list[tuple[int, int]] | None = None,
+             idioms: Sequence[tuple[int, int]] = ()) -> Reading:
+        """Flags for `text`, given one vector per window of self.windows(text). A window
+        holding an authored idiom or negation (`idioms`: spans the phrase layer matched as
+        ordinary) is flagged only from IDIOM_THRESHOLD."""
+        spans = self.windows(text) if spans is None else spans
+        if not spans:
+            return Reading([])
+        classes = self.classifier.classes
+        proba = self.classifier.proba(vectors, ngram_rows([text[a:b] for a, b in spans]))
+        risk = 1.0 - proba[:, classes.index(ORDINARY)]
+        labels = sorted({c.split("/")[0] for c in classes if c != ORDINARY})
+        best: dict[str, tuple[float, int]] = {}
+        for row, window_risk in enumerate(risk):
+            start, end = spans[row]
+            needed = IDIOM_THRESHOLD if any(start <= a < end for a, _ in idioms) else self.threshold
+            if window_risk < needed:
+                continue
+            mass = {lab: sum(proba[row, i] for i, c in enumerate(classes) if c.startswith(lab + "/"))
+                    for lab in labels}
+            top = max(mass.values())
+            for lab, value in mass.items():
+                if value == top or value >= SECOND_LABEL_SHARE * window_risk:
+                    if lab not in best or window_risk > best[lab][0]:
+                        best[lab] = (float(window_risk), row)
+        flags = []
+        for lab, (confidence, row) in sorted(best.items(), key=lambda kv: -kv[1][0]):
+            start, end = spans[row]
+            flags.append(RiskFlag(lab, round(confidence, 3), (Evidence.of(text, start, end),), "semantic",
+                                  severity=_severity(proba[row], classes, lab)))
+        return Reading(flags, spans, proba, classes)
+
+
+# How the classifier is trained (part of the bank's version: a change retrains).
+TRAINING: dict[str, Any] = {"l2": 1e-5, "steps": 300, "rate": 0.05, "scale": 2.0,
+                            "class_weight": {ORDINARY: 3.0}}
+
+
+def _bank_version(model: str, bank: Sequence[Exemplar], threshold: float) -> str:
+    features = f"vector+ngrams{HASH_DIM}"
+    digest = hashlib.sha256(json.dumps([model, features, threshold, TRAINING, [(e.text, e.target) for e in bank]],
+                                       ensure_ascii=False).encode("utf-8")).hexdigest()
+    return digest[:16]
+
+
+def load_semantic(folder: Path, labels: Sequence[str], course: Sequence[str] = ()) -> SemanticScreen | None:
+    """The trained layer for the bank in `folder` (and `course`, the served modules' texts,
+    as ordinary exemplars); None when the folder has no bank. Raises BankError for an
+    unusable bank, EmbedderUnavailable without the model."""
+    bank = load_bank(folder, labels)
+    if bank:
+        bank += course_exemplars(course)
+    if not bank:
+        return None
+    if not any(e.label == ORDINARY for e in bank) or all(e.label == ORDINARY for e in bank):
+        raise BankError(f"{folder}: the exemplar bank needs both crisis and ordinary ({ORDINARY}) exemplars")
+    model = embedder()
+    version = _bank_version(model.id, bank, THRESHOLD)
+    classifier = _trained(version)
+    if classifier is None:
+        texts, targets = _training_texts(bank)
+        vectors = VectorCache(model.id, "safety-exemplars").vectors(texts, model.embed_many)
+        classifier = train_softmax(vectors, targets, words=ngram_rows(texts), **TRAINING)
+        _keep_trained(version, classifier)
+    return SemanticScreen(classifier, THRESHOLD, version)
+
+
+def _trained_path(version: str) -> Path:
+    return cache_dir() / "models" / f"safety-{version}.npz"
+
+
+def _trained(version: str) -> SoftmaxClassifier | None:
+    """The classifier trained on this very bank, model and settings before, if kept."""
+    try:
+        with np.load(_trained_path(version)) as data:
+            return SoftmaxClassifier(tuple(str(c) for c in data["classes"]), data["weights"], data["bias"],
+                                     data["sparse_weights"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _keep_trained(version: str, classifier: SoftmaxClassifier) -> None:
+    path = _trained_path(version)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as out:
+            np.savez(out, classes=np.array(classifier.classes), weights=classifier.weights, bias=classifier.bias,
+                     sparse_weights=classifier.sparse_weights)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("could not keep the trained safety classifier in %s (%s)", path, exc)
+
+
+_loaded: dict[tuple[str, tuple[str, ...], str], SemanticScreen | None] = {}
+
+
+def semantic_screen(folder: Path, labels: Sequence[str], course: Sequence[str] = ()) -> SemanticScreen | None:
+    """load_semantic, once per process, bank folder and course texts. The model missing is
+    logged once as an error and the phrase layer screens alone (None)."""
+    key = (str(folder), tuple(labels), hashlib.sha256("\x00".join(course).encode("utf-8")).hexdigest())
+    if key not in _loaded:
+        try:
+            _loaded[key] = load_semantic(folder, labels, course)
+        except EmbedderUnavailable as exc:
+            log.error("the safety screen's semantic layer is off: %s. Only listed phrases are "
+                      "recognised until it is installed.", exc)
+            _loaded[key] = None
+    return _loaded[key]
