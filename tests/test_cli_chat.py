@@ -240,8 +240,11 @@ def test_chat_works_unchanged_against_a_model_backend(tmp_path, provider):
             script += [prose, prose]
         server.script(*script)
         lines = ["What is fear?", "And anxiety?"] if prose is not None else ["What is fear?"]
+        # The model's safety screen (on by default with a backend) is off here: this script is
+        # the tutor's calls only; the screen beside them is tests/test_safety_turns.py's.
         result = _chat(tmp_path, lines, "--module", "understanding_anxiety", "--json",
-                       **_backend_env(server, provider), TUTOR_LLM_STRATEGY="json_schema")
+                       **_backend_env(server, provider), TUTOR_LLM_STRATEGY="json_schema",
+                       TUTOR_SAFETY_MODEL_SCREEN="off")
     assert result.returncode == 0, result.stderr
     turns = [json.loads(line) for line in result.stdout.splitlines()]
     assert turns[0]["outcome"] == "valid"

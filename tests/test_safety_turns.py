@@ -23,7 +23,7 @@ from tutor.llm.config import ConfigError, LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
-from tutor.store import AuditEvent, Message, RiskEvent, Store
+from tutor.store import AuditEvent, CheckAttempt, Message, RiskEvent, Store
 
 MODULE = "understanding_anxiety"
 
@@ -67,10 +67,10 @@ def test_a_crisis_message_gets_the_authors_reply_at_once_with_flags_and_evidence
     assert reply_texts(result.reply.response) == authored("self_harm")
     assert "risk:self_harm" in result.reply.flags
     assert result.progress.covered == before and result.progress.milestone is None
-    [risk] = risk_rows(store)
-    assert (risk.label, risk.source, risk.message_id, risk.reply_id) == (
-        "self_harm", "offline", result.learner.id, result.reply.id)
-    [evidence] = risk.evidence
+    [risk] = risk_rows(store)  # one flag for the label, naming the layers that saw it
+    assert risk.source in ("offline", "offline+semantic") and risk.severity in ("imminent", "serious")
+    assert (risk.label, risk.message_id, risk.reply_id) == ("self_harm", result.learner.id, result.reply.id)
+    evidence = next(e for e in risk.evidence if "kill myself" in text[e["start"]:e["end"]])
     snippet = text[evidence["start"]:evidence["end"]]
     assert "kill myself" in snippet
     assert evidence["sha256"] == hashlib.sha256(snippet.encode()).hexdigest()
@@ -142,27 +142,40 @@ def _classify(*flags: dict) -> str:
     return json.dumps({"risk_flags": list(flags)})
 
 
-def test_the_model_screen_adds_flags_with_verbatim_evidence_only(store):
-    text = "nobody would even notice if I just disappeared for good"
+def _screen_requests(server: FakeLLMServer, start: int = 0) -> list[dict]:
+    return [r.json for r in server.requests[start:] if "risk_flags" in r.json["messages"][0]["content"]]
+
+
+def _screen_or_tutor(screen_reply):
+    """A server answering the screen's calls with `screen_reply` and the tutor's with a lesson."""
+    def answer(request):
+        if "risk_flags" in request.json["messages"][0]["content"]:
+            return screen_reply(request)
+        return openai_reply(tutor_json("Box breathing is four counts each way."))
+    return answer
+
+
+def test_the_model_screen_adds_flags_with_verbatim_evidence_only_and_its_flag_replaces_the_lesson(store):
+    # Structure, not judgement: the offline screen lets this through, the scripted model flags it.
+    text = "What is box breathing, and when do I use it?"
     with FakeLLMServer("openai") as server:
         engine = model_engine(store, server, screen=True)
-        server.default = lambda request: openai_reply(tutor_json())
-        view = run(engine.open("fay", MODULE))
-        server.script(openai_reply(_classify(
-            {"label": "self_harm", "confidence": 0.8, "evidence_snippets": ["disappeared for good", "not there"]},
-            {"label": "made_up_label", "confidence": 0.9, "evidence_snippets": ["nobody"]},
+        server.default = _screen_or_tutor(lambda request: openai_reply(_classify(
+            {"label": "self_harm", "confidence": 0.8, "evidence_snippets": ["box breathing", "not there"]},
+            {"label": "made_up_label", "confidence": 0.9, "evidence_snippets": ["What"]},
         )))
+        view = run(engine.open("fay", MODULE))
         start = len(server.requests)
         result = run(engine.send(view.id, LearnerInput(text=text)))
-        screen_request = server.requests[start].json
+        [screen_request] = _screen_requests(server, start)
     assert "risk:self_harm" in result.reply.flags
-    assert len(server.requests) == start + 1  # the screen only: no tutor call for a risk
+    assert reply_texts(result.reply.response)[:1] != ["Box breathing is four counts each way."]
     system = screen_request["messages"][0]["content"]
     assert "self_harm" in system and text in screen_request["messages"][1]["content"]
     risks = [r for r in risk_rows(store) if r.source == "model"]
     assert [r.label for r in risks] == ["self_harm"]
     [evidence] = risks[0].evidence
-    assert text[evidence["start"]:evidence["end"]] == "disappeared for good"
+    assert text[evidence["start"]:evidence["end"]] == "box breathing"
     with store.session() as s:
         kinds = [a.detail_json for a in s.exec(select(AuditEvent))]
     assert any('"risk_screen"' in k for k in kinds)  # the screen call is audited
@@ -180,31 +193,31 @@ def test_a_flag_whose_evidence_is_not_in_the_message_is_dropped(store):
     assert risk_rows(store) == []
 
 
-def test_an_invalid_screen_is_retried_at_temperature_zero_then_fails_closed(store):
+def test_an_invalid_screen_is_retried_at_temperature_zero_then_the_lesson_goes_on_and_the_turn_is_listed(store):
+    answers = iter([openai_reply("I cannot classify that."),
+                    openai_reply('{"risk_flags": [{"label": "self_harm", "confidence": 7}]}')])
     with FakeLLMServer("openai") as server:
         engine = model_engine(store, server, screen=True)
-        server.default = lambda request: openai_reply(tutor_json())
+        server.default = _screen_or_tutor(lambda request: next(answers))
         view = run(engine.open("hal", MODULE))
-        server.script(openai_reply("I cannot classify that."),
-                      openai_reply('{"risk_flags": [{"label": "self_harm", "confidence": 7}]}'))
         start = len(server.requests)
         result = run(engine.send(view.id, LearnerInput(text="What is box breathing?")))
-        temperatures = [r.json["temperature"] for r in server.requests[start:]]
-    assert temperatures == [0.7, 0.0]  # the second try at temperature 0, then no tutor call
+        temperatures = [r["temperature"] for r in _screen_requests(server, start)]
+    assert temperatures == [0.7, 0.0]  # the second try at temperature 0
+    # A failed screen does not punish an ordinary learner: the lesson, and the turn is listed for review.
+    assert reply_texts(result.reply.response) == ["Box breathing is four counts each way."]
     assert {"needs_review", "screen_failed"} <= set(result.reply.flags)
-    config = load_library().safety_for(MODULE)
-    assert reply_texts(result.reply.response) == [b.content for b in config.check_in_for("en")]
+    assert not any(f.startswith("risk:") for f in result.reply.flags)
     assert [r.label for r in risk_rows(store)] == ["screen_failed"]
 
 
 def test_a_low_confidence_model_flag_is_kept_for_review_and_the_lesson_goes_on(store):
     with FakeLLMServer("openai") as server:
         engine = model_engine(store, server, screen=True)
-        server.default = lambda request: openai_reply(tutor_json("Box breathing is four counts each way."))
+        server.default = _screen_or_tutor(lambda request: openai_reply(_classify(
+            {"label": "self_harm", "confidence": 0.2, "evidence_snippets": ["box breathing"]})))
         view = run(engine.open("ida", MODULE))
-        server.script(openai_reply(_classify(
-            {"label": "self_harm", "confidence": 0.2, "evidence_snippets": ["tired of everything"]})))
-        result = run(engine.send(view.id, LearnerInput(text="I'm tired of everything, what is box breathing?")))
+        result = run(engine.send(view.id, LearnerInput(text="I'm curious, what is box breathing?")))
     assert reply_texts(result.reply.response) == ["Box breathing is four counts each way."]
     assert not any(f.startswith("risk:") for f in result.reply.flags)
     assert [(r.label, r.source) for r in risk_rows(store)] == [("self_harm", "model")]
@@ -226,6 +239,7 @@ def test_tutor_review_lists_flags_first_with_verified_evidence_and_marks_them_do
     assert [i["kind"] for i in items] == ["risk", "turn"]
     risk = items[0]
     assert risk["label"] == "abuse" and risk["module_id"] == MODULE and risk["created_at"]
+    assert risk["severity"] in ("imminent", "serious") and risk["source"] in ("offline", "offline+semantic")
     assert risk["evidence"][0]["verified"] and "hits me" in risk["evidence"][0]["snippet"]
 
     text = io.StringIO()
@@ -266,7 +280,76 @@ def test_a_wrong_safety_setting_names_the_variable(name, value):
 
 
 def test_safety_settings_from_the_environment():
-    assert SafetySettings.from_env({}) == SafetySettings()
+    default = SafetySettings.from_env({})
+    assert default.model_screen is None  # auto: on wherever a model backend is configured
+    assert default.model_screen_for("openai") and default.model_screen_for("anthropic")
+    assert not default.model_screen_for("builtin")
+    off = SafetySettings.from_env({"TUTOR_SAFETY_MODEL_SCREEN": "off"})
+    assert not off.model_screen_for("openai")
     on = SafetySettings.from_env({"TUTOR_SAFETY_MODEL_SCREEN": "on", "TUTOR_SAFETY_MIN_CONFIDENCE": "0.7",
                                   "TUTOR_SAFETY_SCREEN_TIMEOUT": "5"})
     assert (on.model_screen, on.min_confidence, on.deadline_s) == (True, 0.7, 5.0)
+
+
+def test_an_imminent_flag_gets_the_emergency_first_reply_and_ideation_the_supportive_one(engine, store):
+    config = load_library().safety_for(MODULE)
+    view = run(engine.open("kim", MODULE))
+    plan = run(engine.send(view.id, LearnerInput(text="I have my pills counted out and tonight I'm taking all of them")))
+    assert {"risk:self_harm", "risk_imminent"} <= set(plan.reply.flags)
+    assert reply_texts(plan.reply.response) == [b.content for b in config.reply_for("self_harm", "en", "imminent")]
+    assert plan.reply.response["content"]["text_blocks"][0]["type"] == "warning"  # the emergency comes first
+    wish = run(engine.send(view.id, LearnerInput(text="Some days I wish I could just not wake up")))
+    assert "risk:self_harm" in wish.reply.flags and "risk_imminent" not in wish.reply.flags
+    assert reply_texts(wish.reply.response) == authored("self_harm")
+    severities = [r.severity for r in risk_rows(store)]
+    assert severities == ["imminent", "serious"]
+
+
+def test_the_model_never_reads_a_safety_reply_as_its_own_words(store):
+    with FakeLLMServer("openai") as server:
+        server.default = lambda request: openai_reply(tutor_json("Box breathing is four counts each way."))
+        engine = model_engine(store, server)
+        view = run(engine.open("lee", MODULE))
+        run(engine.send(view.id, LearnerInput(text="I want to kill myself")))
+        start = len(server.requests)
+        run(engine.send(view.id, LearnerInput(text="ok. what is box breathing?")))
+        [lesson] = [r.json for r in server.requests[start:]]
+    said = json.dumps(lesson["messages"], ensure_ascii=False)
+    for block in authored("self_harm"):
+        assert block not in said
+    assert "safety message" in said  # a stand-in says what happened, not the words
+
+
+def test_a_flagged_check_answer_is_never_graded_and_moves_nothing(engine, store):
+    view = run(engine.open("max", MODULE))
+    form = None
+    for _ in range(20):
+        last = engine.history(view.id)[-1]
+        forms = (last.response or {}).get("content", {}).get("forms") or []
+        form = next((f for f in forms if f["id"].startswith("check-")), None)
+        if form is not None:
+            break
+        run(engine.send(view.id, LearnerInput(text="Continue")))
+    assert form is not None, "the sample module asks a check"
+    before = list(engine._view(view.id).progress.covered)  # noqa: SLF001 - the server's own view
+    text = "I have a bottle of pills in my drawer and I keep looking at it"
+    field = next(f["id"] for f in form["fields"] if f["type"] in ("text", "textarea"))
+    result = run(engine.send(view.id, LearnerInput(form_id=form["id"], answers={field: text})))
+    assert any(f.startswith("risk:") for f in result.reply.flags)
+    assert not any("scored" in b for b in reply_texts(result.reply.response))
+    with store.session() as s:
+        assert s.exec(select(CheckAttempt)).all() == []  # nothing judged
+    assert list(result.progress.covered) == before
+
+
+def test_the_review_list_puts_imminent_flags_first_and_names_severity_and_layer(engine, store):
+    from tutor.console_display import review_row
+    from tutor.reviews import review_list
+
+    view = run(engine.open("ned", MODULE))
+    run(engine.send(view.id, LearnerInput(text="I have my pills counted out and tonight I'm taking all of them")))
+    run(engine.send(view.id, LearnerInput(text="my dad hits me when he is drunk")))  # newer, not imminent
+    items = review_list(store)
+    assert [i.severity for i in items] == ["imminent", "serious"]  # imminent first, though older
+    detail = review_row(items[0]).detail
+    assert detail.startswith("IMMINENT") and "layer" in detail and "confidence" in detail

@@ -165,6 +165,11 @@ def load_console(
     )
 
 
+SEVERITY_WORDS = {"imminent": "IMMINENT", "serious": "serious"}
+LAYER_WORDS = {"offline": "phrase layer", "semantic": "semantic layer", "offline+semantic": "phrase and semantic layers",
+               "model": "model screen"}
+
+
 def review_row(item: ReviewItem) -> ReviewRow:
     reviewed = item.reviewed_at is not None
     line = ""
@@ -173,7 +178,9 @@ def review_row(item: ReviewItem) -> ReviewRow:
             (f" — {item.note}" if item.note else "")
     detail = ""
     if item.kind == "risk":
-        detail = f"{item.source or 'screen'}, confidence {item.confidence or 0:.2f}"
+        detail = ", ".join(part for part in (
+            SEVERITY_WORDS.get(item.severity, ""), LAYER_WORDS.get(item.source or "", item.source or "screen"),
+            f"confidence {item.confidence or 0:.2f}") if part)
     return ReviewRow(
         key=f"{item.kind}-{item.id}", kind=item.kind,
         kind_label="Safety flag" if item.kind == "risk" else "Tutor turn",

@@ -31,7 +31,8 @@ from tutor.llm.replies import ENGINE_ERROR_TEXT, localize_own_words
 from tutor.llm.streaming import TurnListener
 from tutor.modules import Library, Module
 from tutor.progress import ProgressState
-from tutor.risk.turn import SafetySettings, TurnScreen, safety_reply, screen_turn, texts_of
+from tutor.alerts import Alerter
+from tutor.risk.turn import SafetySettings, TurnScreen, safety_reply, screen_offline, screen_with_model, texts_of
 from tutor.settings import REPLY_LEASE_S
 from tutor.store import Store
 from tutor.usage import LimitReached, UsageLimits
@@ -46,9 +47,10 @@ CLAIM_POLL_S = 0.5  # how often a worker waiting on another's reply looks for it
 class Engine:
     def __init__(
         self, store: Store, provider: Provider, library: Library, settings: LLMSettings,
-        safety: SafetySettings | None = None, usage: UsageLimits | None = None,
+        safety: SafetySettings | None = None, usage: UsageLimits | None = None, alerts: Alerter | None = None,
     ) -> None:
         self.store = store
+        self.alerts = alerts  # imminent flags posted to TUTOR_SAFETY_ALERT_URL (tutor.alerts)
         # Usage limits (tutor.usage) and the cap on model calls in flight (tutor.llm.gate),
         # which every call of the provider waits for; None: no limits (tools, tests).
         self.usage = usage
@@ -258,17 +260,25 @@ class Engine:
             module = self.library.get(conv.module_id)
         learner_input = pending.learner_input
         # The safety screen comes before anything else is done with the learner's words.
-        screened = await screen_turn(
-            learner_input, pending.learner.text, self.library.safety_for(module.id), self.safety,
-            None if self.provider.name == "builtin" else self.provider, self.settings,
-        )
+        config = self.library.safety_for(module.id)
+        screened = await screen_offline(learner_input, pending.learner.text, config, self.library.semantic)
         if screened.answers_with_safety:
             return await self._safety_turn(pending, module, screened, reads)
-        detected = progress_mod.detect_text(module, "\n".join(text for _, text in texts_of(learner_input, learner_input.text or "")))
-        if learner_input.is_form:
-            detected |= progress_mod.detect_form(module, learner_input.form_id or "", learner_input.answers or {})
-        return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener, screened,
-                                   reads)
+        # The model screen runs alongside the reply; the reply waits for it before it is kept.
+        model_screen = None
+        if self.safety.model_screen_for(self.provider.name):
+            model_screen = asyncio.create_task(screen_with_model(
+                learner_input, pending.learner.text, config, self.safety, self.provider, self.settings))
+        try:
+            detected = progress_mod.detect_text(
+                module, "\n".join(text for _, text in texts_of(learner_input, learner_input.text or "")))
+            if learner_input.is_form:
+                detected |= progress_mod.detect_form(module, learner_input.form_id or "", learner_input.answers or {})
+            return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener,
+                                       screened, reads, model_screen)
+        finally:
+            if model_screen is not None and not model_screen.done():
+                model_screen.cancel()
 
     async def _respond(
         self,
@@ -279,8 +289,10 @@ class Engine:
         listener: TurnListener | None,
         screened: TurnScreen | None = None,
         reads: tuple[turn_store.TurnInputs, mastery.CheckHistory] | None = None,
+        model_screen: asyncio.Task[TurnScreen] | None = None,
     ) -> TurnResult:
         # Callers hold self._lock(conversation_id) and the message's claim; `reads`: taken with it.
+        # `model_screen`: the model's safety screen of the learner's message, still running.
         upto = pending.learner.seq if pending else None
         inputs, checks = reads or await self.store.run(
             turn_store.turn_reads, self.store, conversation_id, upto)
@@ -311,6 +323,14 @@ class Engine:
             result = await self._call_policy(request, module, interim, inputs.tokens_used, listener, stop)
         finally:
             self._stops.pop(conversation_id, None)
+        if model_screen is not None and pending is not None and screened is not None:
+            screened = screened.with_model(await model_screen)
+            if screened.answers_with_safety:  # nothing of the lesson's turn is kept or counted
+                await self._spend(conversation_id, [*plan.attempts, *result.attempts])
+                return await self._safety_turn(pending, module, screened, (inputs, checks))
+            if screened.problem:
+                log.warning("model safety screen failed in conversation %s (lesson goes on, turn listed for "
+                            "review): %s", conversation_id, screened.problem)
         # Quotes verified, topics seen, score first and the check's form last (the server's).
         done = teaching.finish(module, plan, result.parsed)
         update, parsed = done.update, result.parsed
@@ -319,7 +339,8 @@ class Engine:
         reply = await self._keep(
             turn_store.store_reply, self.store, inputs.conversation, module.id,
             raw=parsed.raw, shown=done.shown, outcome=parsed.outcome,
-            flags=list(dict.fromkeys([*parsed.flags, *result.flags, *plan.flags, *done.flags])),
+            flags=list(dict.fromkeys([*parsed.flags, *result.flags, *plan.flags, *done.flags,
+                                  *(screened.turn_flags() if screened else ())])),
             attempts=[*(screened.attempts if screened else ()), *plan.attempts, *result.attempts],
             state=update.state, reply_to_seq=upto,
             risks=turn_store.risk_rows(pending, module, screened) if pending and screened else [],
@@ -341,7 +362,7 @@ class Engine:
         The flags go to the review list with their evidence (offsets and hashes). `reads`:
         the turn's reads, if taken with its claim (turn_store.begin)."""
         if screened.problem:
-            log.warning("safety screen failed closed in conversation %s: %s", pending.conversation_id,
+            log.warning("model safety screen failed in conversation %s: %s", pending.conversation_id,
                         screened.problem)
         log.info("safety reply in conversation %s: %s", pending.conversation_id, screened.turn_flags())
         upto = pending.learner.seq
@@ -358,11 +379,13 @@ class Engine:
             reply_to_seq=upto, risks=risks, guard=_release(pending.conversation_id, upto, self.holder),
         )
         await self._spend(pending.conversation_id, screened.attempts)
+        if self.alerts is not None and screened.imminent:
+            self.alerts.alert_reply(reply.id)
         return TurnResult(
             learner=pending.learner, reply=reply, progress=_progress_view(module, update.state, None),
             attempts=list(screened.attempts), operator_message=screened.problem,
-            risks=[{"label": r.label, "confidence": r.confidence, "source": r.source, "evidence": r.evidence}
-                   for r in risks],
+            risks=[{"label": r.label, "confidence": r.confidence, "source": r.source, "severity": r.severity,
+                    "evidence": r.evidence} for r in risks],
         )
 
     async def _call_policy(

@@ -145,7 +145,9 @@ class TurnRecord:
 
 @dataclass
 class StrategyRow:
-    """Seed 001's table, one strategy. Rates are percentages of turns played."""
+    """Seed 001's table, one strategy. Rates are percentages of the turns the model
+    answered: a turn the safety screen answered with the author's reply (no model call for
+    the reply) is counted in `safety`, not in the model's rates."""
 
     strategy: str
     turns: int
@@ -163,6 +165,7 @@ class StrategyRow:
     cost_per_turn: float | None
     cost_total: float | None
     errors: int = 0  # turns whose input the engine refused (a suite problem) or that crashed
+    safety: int = 0  # turns answered by the safety screen with the author's reply
 
     def to_json_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,7 +188,8 @@ def summarize(records: list[TurnRecord], settings: LLMSettings | None = None) ->
 
 
 def _row(strategy: str, all_records: list[TurnRecord], settings: LLMSettings | None) -> StrategyRow:
-    played = [r for r in all_records if r.error is None]
+    answered = [r for r in all_records if r.error is None]
+    played = [r for r in answered if not any(flag.startswith("risk:") for flag in r.flags)]
     n = len(played)
 
     def pct(pred: Callable[[TurnRecord], bool]) -> float:
@@ -214,12 +218,14 @@ def _row(strategy: str, all_records: list[TurnRecord], settings: LLMSettings | N
         tokens_out_per_turn=mean(tokens_out),
         cost_per_turn=None if cost_total is None or not n else cost_total / n,
         cost_total=cost_total,
-        errors=len(all_records) - n,
+        errors=len(all_records) - len(answered),
+        safety=len(answered) - n,
     )
 
 
 _TABLE = [
     ("Turns", "turns", "{:d}"),
+    ("Answered by the safety screen", "safety", "{:d}"),
     ("JSON parse rate", "json_parse", "{:.1f}%"),
     ("Schema compliance", "schema_compliance", "{:.1f}%"),
     ("Structured reply shown", "structured", "{:.1f}%"),

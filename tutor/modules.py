@@ -9,6 +9,7 @@ are re-exported here.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from tutor.contract.models import SNAKE_CASE
 from tutor.i18n import available_languages, supported
 from tutor.material import load_sources, material_findings
 from tutor.risk.config import DEFAULT_SAFETY_FILE, SafetyConfig, SafetyConfigError, load_safety, merged, override_findings
+from tutor.risk.semantic import BankError, SemanticScreen, semantic_screen
 from tutor.module_format import (
     _CALLOUT,
     ASSETS_DIR,
@@ -39,6 +41,8 @@ from tutor.module_format import (
     schema_json,
 )
 from tutor.text import unresolved_variables, words
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ASSETS_DIR",
@@ -303,6 +307,9 @@ class Library:
     problems: dict[str, list[str]] = field(default_factory=dict)  # file -> messages
     files: dict[str, str] = field(default_factory=dict)  # module id (file stem) -> file
     safety: dict[str, SafetyConfig] = field(default_factory=dict)  # module id -> its screen
+    # The safety screen's semantic layer (tutor.risk.semantic), one for the directory's
+    # safety file; None when it has no exemplar bank or the embedding model is missing.
+    semantic: SemanticScreen | None = None
 
     def safety_for(self, module_id: str) -> SafetyConfig:
         """The safety configuration a module's learners are screened with: the global file
@@ -347,7 +354,30 @@ def load_library(directory: str | Path | None = None, assets_dir: Path | None = 
             library.safety[result.module.id] = merged(load_safety(safety_file(directory)), result.module.safety)
         else:
             library.problems[source] = result.problems
+    library.semantic = _semantic_layer(safety_file(directory), list(library.modules.values()))
     return library
+
+
+def course_texts(modules: list[Module]) -> list[str]:
+    """The modules' own words the safety screen learns as ordinary: topic content, checks'
+    questions and example answers."""
+    out: list[str] = []
+    for module in modules:
+        for topic in module.topics:
+            out += [topic.content or "", *(c.question for c in topic.checks), *(c.example_answer for c in topic.checks)]
+    return [text for text in out if text.strip()]
+
+
+def _semantic_layer(path: Path, modules: list[Module]) -> SemanticScreen | None:
+    """The semantic layer for the safety file at `path` (its exemplar bank beside it, and
+    the served modules' own words as ordinary exemplars). A bank that cannot be used is
+    logged with its file:line problems and the phrases screen alone; `tutor safety check`
+    reports the same problems with exit status 1."""
+    try:
+        return semantic_screen(path.parent, list(load_safety(path).labels), course_texts(modules))
+    except (BankError, SafetyConfigError) as exc:
+        log.error("the safety screen's semantic layer is off: %s", exc)
+        return None
 
 
 # An absolute path of two or more parts not inside a URL ("/srv/tutor/modules/x.yaml",

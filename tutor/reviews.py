@@ -84,7 +84,8 @@ class ReviewItem:
     learner_key: str
     label: str  # risk label, or the turn's flags joined
     confidence: float | None = None
-    source: str | None = None
+    source: str | None = None  # the layer that raised a risk: offline (phrases) | semantic | model
+    severity: str = ""  # a risk's: imminent | serious
     evidence: list[dict[str, Any]] = field(default_factory=list)  # field, start, end, snippet, verified
     reviewed_at: str | None = None
     reviewed_by: str | None = None
@@ -131,8 +132,8 @@ def review_list(
         )
         if not include_reviewed:
             risks = risks.where(col(RiskEvent.reviewed_at).is_(None))
-        risks = risks.order_by(col(RiskEvent.reviewed_at).is_not(None), col(RiskEvent.created_at).desc(),
-                               col(RiskEvent.id).desc()).limit(wanted)
+        risks = risks.order_by(col(RiskEvent.reviewed_at).is_not(None), col(RiskEvent.severity) != "imminent",
+                               col(RiskEvent.created_at).desc(), col(RiskEvent.id).desc()).limit(wanted)
         items = [_risk_item(*row) for row in s.exec(risks)]
         turns = (
             select(Message, Conversation, Learner, Account.username, TurnReview)
@@ -151,7 +152,8 @@ def review_list(
         turns = turns.order_by(col(TurnReview.id).is_not(None), col(Message.created_at).desc(),
                                col(Message.id).desc()).limit(wanted)
         items += [_turn_item(*row) for row in s.exec(turns)]
-        items.sort(key=lambda i: (i.reviewed_at is not None, i.kind != "risk"))  # stable: newest first kept
+        # Unreviewed first, imminent risks first among them; stable: newest first kept.
+        items.sort(key=lambda i: (i.reviewed_at is not None, i.kind != "risk", i.severity != "imminent"))
         page = items[offset:offset + limit]
         if details and page:
             page = _with_details(s, page, pricer)
@@ -190,7 +192,7 @@ def _risk_item(risk: RiskEvent, message: Message, conv: Conversation, learner: L
     return ReviewItem(
         kind="risk", id=risk.id or 0, created_at=iso_utc(risk.created_at), module_id=risk.module_id,
         conversation_id=risk.conversation_id, learner_key=learner.key, label=risk.label,
-        confidence=risk.confidence, source=risk.source,
+        confidence=risk.confidence, source=risk.source, severity=risk.severity or "",
         evidence=[_read_back(message, e) for e in risk.evidence],
         reviewed_at=iso_utc(risk.reviewed_at) if risk.reviewed_at else None,
         reviewed_by=risk.reviewed_by, note=risk.review_note, username=username or "",

@@ -14,6 +14,7 @@ from tutor.engine import Engine
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.modules import load_library
+from tutor.alerts import Alerter, AlertSettings
 from tutor.risk.turn import SafetySettings
 from tutor.teach import retrieval
 from tutor.usage import UsageLimits, UsageSettings
@@ -40,7 +41,7 @@ def get_engine() -> Engine:
                 for problem in problems:
                     log.error("module not served: %s", problem)
             _engine = Engine(store, make_provider(settings), library, settings, SafetySettings.from_env(),
-                             usage=UsageLimits(usage))
+                             usage=UsageLimits(usage), alerts=Alerter(store, AlertSettings.from_env()))
             threading.Thread(target=retrieval.warm, args=(list(library.modules.values()),),
                              name="tutor-warm", daemon=True).start()
         return _engine

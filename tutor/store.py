@@ -141,10 +141,12 @@ class RiskEvent(SQLModel, table=True):
     module_id: str = Field(index=True, max_length=128)
     label: str = Field(index=True, max_length=64)
     confidence: float = 0.0
-    source: str = Field(max_length=16)  # offline | model
+    source: str = Field(max_length=16)  # the layer that raised it: offline (phrases) | semantic | model
+    severity: str = Field(default="", max_length=16)  # imminent | serious ("" for screen_failed)
     # [{"field": form field id or null, "start": int, "end": int, "sha256": hex}]
     evidence_json: str = "[]"
     created_at: datetime = Field(default_factory=utcnow, index=True)
+    alerted_at: datetime | None = None  # when the imminent-risk alert was delivered (TUTOR_SAFETY_ALERT_URL)
     reviewed_at: datetime | None = None
     reviewed_by: str | None = Field(default=None, max_length=128)
     review_note: str | None = None

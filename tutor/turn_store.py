@@ -35,6 +35,12 @@ __all__ = ["UNSHOWN_REPLY", "TurnInputs", "TurnStart", "begin", "model_memory", 
 
 # What the model reads in place of a reply that could not be shown as a lesson: short,
 # honest, and in the shape the model is asked to write.
+SAFETY_PAUSE = json.dumps(
+    {"content": {"text_blocks": [{"type": "paragraph", "content": (
+        "(The lesson paused here: the app showed the learner its own safety message with support "
+        "resources. Do not repeat it; be warm and follow the learner's lead.)")}]},
+     "meta": {"response_type": "conversational"}}
+)
 UNSHOWN_REPLY = json.dumps(
     {"content": {"text_blocks": [{"type": "paragraph", "content": "(My previous reply could not be shown.)"}]},
      "meta": {"response_type": "error"}}
@@ -48,7 +54,8 @@ _INSERT_REPLY = Statement(insert(_MESSAGE)
                                   .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).scalar_subquery())
                           .returning(_MESSAGE.c.id, _MESSAGE.c.seq),
                           keys=[k for k in _MESSAGE.c.keys() if k not in ("id", "seq")])
-_MEMORY = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.text, _MESSAGE.c.reply_to_seq, _MESSAGE.c.parsed_json)
+_MEMORY = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.text, _MESSAGE.c.reply_to_seq, _MESSAGE.c.parsed_json,
+                  _MESSAGE.c.flags_json)
            .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
 _PROGRESS, _AUDIT = ProgressRecord.__table__, AuditEvent.__table__
 # A turn's conversation row, the learner's progress in the module, and the tokens spent.
@@ -96,7 +103,7 @@ def _turn_state(db: Any, conversation_id: int) -> Any:
 
 def _inputs(found: Any, rows: Iterable[Any], upto: int | None) -> TurnInputs:
     """TurnInputs from the turn's state row and the conversation's messages in order
-    (rows with seq, role, text, reply_to_seq and parsed_json)."""
+    (rows with seq, role, text, reply_to_seq, parsed_json and flags_json)."""
     conv = Conversation(**{name: found[name] for name in _CONVERSATION.c.keys()})
     before = progress_state(found["covered"] or "[]", found["milestones"] or "[]")
     tokens_used = found["tokens"]
@@ -119,7 +126,10 @@ def model_memory(row: Any) -> str:
     """What the model reads of one of its past replies (a Message, or a row with its
     `parsed_json`): the reply as the learner saw it (compact JSON), or a one-line stand-in
     for raw text that could not be shown — a failed reply read back word for word costs
-    hundreds of tokens and teaches the model its mistake."""
+    hundreds of tokens and teaches the model its mistake. The author's safety replies are
+    never the model's own words: read back, a small model copies them onto ordinary turns."""
+    if '"risk:' in (row.flags_json or ""):
+        return SAFETY_PAUSE
     if row.parsed_json:
         return _compact(row.parsed_json)
     return UNSHOWN_REPLY
@@ -291,7 +301,7 @@ def risk_rows(pending: PendingTurn, module: Module, screened: TurnScreen) -> lis
     rows = [
         RiskEvent(conversation_id=pending.conversation_id, message_id=pending.learner.id, module_id=module.id,
                   label=f.flag.label, confidence=f.flag.confidence, source=f.flag.source,
-                  evidence_json=json.dumps(f.evidence_dicts()))
+                  severity=f.flag.severity, evidence_json=json.dumps(f.evidence_dicts()))
         for f in screened.flags
     ]
     if screened.failed:

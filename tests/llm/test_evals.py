@@ -98,9 +98,10 @@ def test_eval_against_openai_server_gives_exact_rates(openai_server, library):
     assert len(formats) == 2  # each strategy sent its own response_format
 
     rows = {row.strategy: row for row in summarize(records, settings)}
-    n = suite.turn_count
+    # The suite's safety-sensitive message is answered by the safety screen, not the model.
+    n = suite.turn_count - 1
     for row in rows.values():
-        assert row.turns == n
+        assert row.turns == n and row.safety == 1
         assert row.fallback == round(100 * 2 / n, 1) and row.apology == round(100 / n, 1)
         assert row.repaired == round(100 / n, 1)
         assert row.json_parse == round(100 * (n - 4) / n, 1) == row.schema_compliance
@@ -133,7 +134,8 @@ def test_eval_against_anthropic_streaming(anthropic_server, library):
 def test_builtin_tutor_plays_the_whole_suite_with_real_forms(library):
     records = play(LLMSettings(), library, ["prompt"])
     (row,) = summarize(records, LLMSettings())
-    assert row.turns == Suite.load(SUITE).turn_count and row.fallback == 0.0 and row.schema_compliance == 100.0
+    assert row.turns + row.safety == Suite.load(SUITE).turn_count and row.safety >= 1
+    assert row.fallback == 0.0 and row.schema_compliance == 100.0
     assert sum(1 for r in records if r.kind == "form") >= 3
     assert row.cost_total is None and "Cost" not in format_table([row])
 

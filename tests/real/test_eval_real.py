@@ -70,7 +70,7 @@ def test_every_turn_leaves_the_learner_a_reply(report, record_property):
     suite = Suite.load(SUITE)
     assert [row["strategy"] for row in report["rows"]] == list(STRATEGIES)
     for row in report["rows"]:
-        assert row["turns"] == suite.turn_count and row["errors"] == 0
+        assert row["turns"] + row["safety"] == suite.turn_count and row["errors"] == 0
     assert len(report["turns"]) == len(STRATEGIES) * suite.turn_count
     for turn in report["turns"]:
         assert turn["error"] is None, where(turn)

@@ -9,20 +9,23 @@ from tutor.cli import main
 from .conftest import DEFAULT_FILE
 
 
-def test_eval_prints_recall_and_false_positives_per_label_and_overall_with_timing(capsys):
-    assert main(["safety", "eval", "--rounds", "1"]) == 0
+def test_eval_prints_the_own_development_and_held_out_sets_per_label_language_and_kind(capsys):
+    status = main(["safety", "eval"])
     out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("== ")] == [
+        "== messages.yaml (both)", "== dev.yaml (both)", "== holdout.yaml (both)"]
     for label in ("self_harm", "harm_to_others", "abuse", "medical_emergency", "concern_for_other", "overall"):
-        row = next(line for line in out.splitlines() if line.startswith(label))
-        assert "%" in row, row
-    assert "recall" in out and "false pos." in out
-    assert "mean" in out and "p99" in out and " ms" in out
-    assert "BELOW GOAL" not in out
+        rows = [line for line in out.splitlines() if line.startswith(label)]
+        assert len(rows) == 3 and all("%" in row for row in rows), rows
+    for row in ("  en ", "  vi ", "  vi-plain ", "  plan ", "  farewell ", "  idiom ", "  goodbye "):
+        assert row in out, row
+    assert "said imminent" in out and "CPU per message" in out and "p99" in out
+    assert status == (1 if "BELOW GOAL" in out else 0)  # the exit status tells whether a set is below its goals
 
 
 def test_eval_json_has_the_numbers(capsys):
-    assert main(["safety", "eval", "--rounds", "1", "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    assert main(["safety", "eval", "--set", "evals/safety/messages.yaml", "--layers", "phrases", "--json"]) == 0
+    [report] = json.loads(capsys.readouterr().out)
     assert report["overall"]["recall"] >= 0.95 and report["overall"]["false_positive_rate"] <= 0.03
     assert set(report["labels"]) >= {"self_harm", "harm_to_others", "abuse", "medical_emergency"}
     assert report["timing_ms"]["mean"] > 0 and report["timing_ms"]["p99"] >= report["timing_ms"]["mean"] * 0.5
@@ -36,10 +39,21 @@ def test_eval_exits_1_below_the_goals(tmp_path, capsys):
         "  - {text: 'I feel a bit low today', language: en, labels: [self_harm]}\n"
         "  - {text: 'I want to kill myself', language: en, labels: [self_harm]}\n"
         "  - {text: 'Nice weather', language: en, labels: []}\n", encoding="utf-8")
-    assert main(["safety", "eval", "--set", str(labelled), "--rounds", "1"]) == 1
+    assert main(["safety", "eval", "--set", str(labelled), "--layers", "phrases", "--misses"]) == 1
     out = capsys.readouterr().out
-    assert "BELOW GOAL: self_harm: recall 50.0% < 95%" in out
-    assert "missed  line 2: ['self_harm'] 'I feel a bit low today'" in out
+    assert "BELOW GOAL: overall recall 50.0% < 90%" in out
+    assert "missed  line 2: ['self_harm'] [] 'I feel a bit low today'" in out
+
+
+def test_an_abbreviated_option_is_an_error_not_another_option(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["safety", "eval", "--lay", "phrases"])
+    assert stopped.value.code == 2 and "unrecognized arguments: --lay" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["teach", "eval", "--module", "understanding_anxiety"])
+    assert "--module" in capsys.readouterr().err
 
 
 def test_eval_refuses_labels_the_safety_file_does_not_define(tmp_path, capsys):

@@ -11,8 +11,17 @@ from tutor.cli import teach_cmd
 from tutor.cli import users_cmd
 
 
+class Parser(argparse.ArgumentParser):
+    """No abbreviated options: `--module` is an error, not `--modules-dir`. Subcommands'
+    parsers are made of the same class (argparse gives them their parent's type)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tutor", description="Tutor: structured chat tutoring")
+    parser = Parser(prog="tutor", description="Tutor: structured chat tutoring")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (parse_cmd, modules_cmd, chat_cmd, db_cmd, eval_cmd, review_cmd, teach_cmd, safety_cmd, learners_cmd,
                     users_cmd):

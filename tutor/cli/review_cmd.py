@@ -74,13 +74,14 @@ def _line(item: ReviewItem) -> str:
         note = f"\n    note: {item.note}" if item.note else ""
         return (f"{item.created_at}  turn #{item.id}  {item.module_id}  conversation {item.conversation_id} "
                 f"(learner {who})  needs review: {item.label}  {state}{note}")
-    head = (f"{item.created_at}  flag #{item.id}  {item.module_id}  {item.label} "
-            f"({item.source}, confidence {item.confidence:.2f})  conversation {item.conversation_id} "
+    severity = f"{item.severity.upper()}  " if item.severity else ""
+    head = (f"{item.created_at}  flag #{item.id}  {severity}{item.module_id}  {item.label} "
+            f"({item.source} layer, confidence {item.confidence:.2f})  conversation {item.conversation_id} "
             f"(learner {who})  {state}")
     evidence = [
         f"    evidence{' in ' + e['field'] if e['field'] else ''} [{e['start']}:{e['end']}]: "
         f"{json.dumps(e['snippet'], ensure_ascii=False)}{'' if e['verified'] else '  (hash mismatch)'}"
         for e in item.evidence
-    ] or ["    (no evidence: the model screen failed; the learner got the check-in)"]
+    ] or ["    (no evidence: the model screen failed; the lesson went on under the offline screen)"]
     note = [f"    note: {item.note}"] if item.note else []
     return "\n".join([head, *evidence, *note])

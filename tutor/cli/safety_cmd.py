@@ -2,10 +2,16 @@
 while writing the learner-safety configuration (modules/safety/default.yaml).
 
 `check` validates a safety file and prints ``file:line: message`` problems (exit 1 on any).
-`eval` screens the labelled set (evals/safety/messages.yaml) and prints, per label and
-overall, recall on crisis messages and the false-positive rate on ordinary ones, with the
-screen's mean and p99 time per message measured in this run; exit 1 below the goals
-(recall >= 95%, false positives <= 3%), 2 when a file cannot be used.
+`eval` screens labelled sets — by default the project's own (evals/safety/messages.yaml),
+the development set it is tuned on (dev.yaml) and the held-out set never tuned on
+(holdout.yaml) — and prints for each, per label, language and kind, recall on crisis
+messages and the false-positive rate on ordinary ones, with the screen's CPU per message
+measured in this run; exit 1 when a set is below the goals (recall >= 90%, every plan,
+preparation, means, timing, farewell and attempt caught, false positives <= 3%), 2 when a
+file cannot be used.
+
+`prepare` trains the semantic layer now (its exemplar vectors are computed once and kept
+on disk): scripts/run.sh runs it, so the first start of the app does not wait for it.
 """
 
 from __future__ import annotations
@@ -25,12 +31,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="safety file (default: <modules dir>/safety/default.yaml)")
     check.set_defaults(func=run_check)
 
-    evaluate = actions.add_parser("eval", help="recall and false positives of the offline screen on a labelled set")
-    evaluate.add_argument("--set", dest="set_path", type=Path, help="labelled set (default: evals/safety/messages.yaml)")
+    evaluate = actions.add_parser("eval", help="recall and false positives of the offline screen on labelled sets")
+    evaluate.add_argument("--set", dest="set_paths", type=Path, action="append",
+                          help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, holdout.yaml)")
+    evaluate.add_argument("--layers", choices=("both", "phrases", "semantic"), default="both",
+                          help="which offline layers screen (default both)")
     evaluate.add_argument("--config", type=Path, help="safety file (default: <modules dir>/safety/default.yaml)")
-    evaluate.add_argument("--rounds", type=int, default=5, help="times to screen each message for timing (default 5)")
+    evaluate.add_argument("--rounds", type=int, default=1, help="times to screen each message for timing (default 1)")
+    evaluate.add_argument("--misses", action="store_true", help="list each missed and falsely flagged message")
     evaluate.add_argument("--json", action="store_true", help="print a JSON report instead of the table")
     evaluate.set_defaults(func=run_eval)
+
+    prepare = actions.add_parser("prepare", help="train the semantic layer now (vectors kept on disk)")
+    prepare.set_defaults(func=run_prepare)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -48,31 +61,86 @@ def run_check(args: argparse.Namespace) -> int:
     if config is None:
         print(f"{path}: {len(problems)} problem(s)", file=sys.stderr)
         return 1
+    from tutor.risk.semantic import BankError, load_bank
+
+    try:
+        bank = load_bank(path.parent, list(config.labels))
+    except BankError as exc:
+        print(exc)
+        print(f"{path.parent}: the exemplar bank has problems", file=sys.stderr)
+        return 1
     rules = config.matcher().rule_count
     print(f"{path}: ok ({len(config.labels)} labels, {rules} phrases and patterns, "
-          f"languages {', '.join(config.languages)})", file=sys.stderr)
+          f"languages {', '.join(config.languages)}; {len(bank)} exemplars for the semantic layer)", file=sys.stderr)
     return 0
+
+
+def _screen_for(layers: str, config):
+    from tutor.modules import load_library
+    from tutor.risk.offline import offline_screen
+    from tutor.risk.screen import screen
+
+    if layers == "phrases":
+        return lambda text: screen(text, config)
+    semantic = load_library().semantic  # trained as the app trains it: the bank and the modules' words
+    if semantic is None:
+        raise SystemExit("tutor safety eval: the semantic layer is not available (see the error above)")
+    if layers == "semantic":
+        return lambda text: _semantic_only(text, semantic)
+    return lambda text: offline_screen(text, config, semantic)
+
+
+def _semantic_only(text: str, semantic):
+    from tutor.understand import embedder
+
+    spans = semantic.windows(text)
+    return semantic.read(text, embedder().embed([text[a:b] for a, b in spans]), spans).flags if spans else []
 
 
 def run_eval(args: argparse.Namespace) -> int:
     from tutor.risk.config import SafetyConfigError, load_safety
-    from tutor.risk.evaluate import DEFAULT_SET, LabelledSetError, evaluate, format_report, load_labelled_set, report_json
+    from tutor.risk.evaluate import (DEFAULT_SET, DEV_SET, HOLDOUT_SET, LabelledSetError, evaluate, format_report,
+                                     load_labelled_set, report_json)
 
+    paths = args.set_paths or [DEFAULT_SET, DEV_SET, HOLDOUT_SET]
     try:
         config = load_safety(args.config)
-        messages = load_labelled_set(args.set_path or DEFAULT_SET, set(config.labels))
+        sets = [(path, load_labelled_set(path, set(config.labels))) for path in paths]
     except (SafetyConfigError, LabelledSetError) as exc:
         print(f"tutor safety eval: {exc}", file=sys.stderr)
         return 2
-    if not messages:
-        print("tutor safety eval: the labelled set has no messages", file=sys.stderr)
+    empty = [str(path) for path, messages in sets if not messages]
+    if empty:
+        print(f"tutor safety eval: no messages in {', '.join(empty)}", file=sys.stderr)
         return 2
-    report = evaluate(messages, config, rounds=max(1, args.rounds))
-    failures = report.failures()
+    screen_with = _screen_for(args.layers, config)
+    reports = [evaluate(messages, config, rounds=max(1, args.rounds), screen_with=screen_with,
+                        name=f"{path.name} ({args.layers})") for path, messages in sets]
+    failed = False
     if args.json:
-        print(json.dumps(report_json(report), ensure_ascii=False, indent=2))
-    else:
-        print(format_report(report))
-        for failure in failures:
-            print(f"BELOW GOAL: {failure}")
-    return 1 if failures else 0
+        print(json.dumps([report_json(r) for r in reports], ensure_ascii=False, indent=2))
+    for report in reports:
+        failures = report.failures()
+        failed = failed or bool(failures)
+        if not args.json:
+            print(format_report(report, show_misses=args.misses))
+            for failure in failures:
+                print(f"BELOW GOAL: {failure}")
+            print()
+    return 1 if failed else 0
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    import time
+
+    from tutor.modules import load_library
+
+    started = time.perf_counter()
+    semantic = load_library().semantic
+    if semantic is None:
+        print("tutor safety prepare: no semantic layer (see the message above; `tutor safety check` "
+              "lists an exemplar bank's problems)", file=sys.stderr)
+        return 1
+    print(f"safety screen ready: {len(semantic.classifier.classes)} classes, bank {semantic.version}, "
+          f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 0
