@@ -7,7 +7,7 @@ from __future__ import annotations
 import reflex as rx
 
 from tutor.console_display import AttemptRow, CheckRow, CountRow, ErrorRow, EvidenceRow, FieldRow, OptionRow, \
-    ReviewRow, TopicRow, WindowRow
+    ReviewRow, ScreenRow, TopicRow, WindowRow
 from tutor.operator_state import OperatorState as S
 
 
@@ -198,10 +198,20 @@ def _error(e: rx.Var[ErrorRow]) -> rx.Component:
     )
 
 
+def _screen(row: rx.Var[ScreenRow]) -> rx.Component:
+    return rx.el.tr(rx.el.th(row.model, scope="row"), rx.el.td(row.screens), rx.el.td(row.failed),
+                    rx.el.td(row.rate))
+
+
 def _health() -> rx.Component:
     return rx.el.section(
         rx.el.h2("Backend health", id="health-heading"),
         rx.foreach(S.windows, _window),
+        rx.el.h3("Model safety screen, last day"),
+        rx.cond(S.screens.length() > 0,
+                _table("Model safety screen by model, last day", ["Model", "Messages screened", "Failed", "Failure rate"],
+                       rx.foreach(S.screens, _screen), id="screen-health"),
+                rx.el.p("No model screen calls in the last day (it runs when a model backend is configured).")),
         rx.el.h3("Latest errors"),
         rx.cond(S.errors.length() > 0,
                 _table("Latest model errors", ["When", "Model", "Kind", "Error", "Message and what to do"],

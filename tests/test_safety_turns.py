@@ -353,3 +353,19 @@ def test_the_review_list_puts_imminent_flags_first_and_names_severity_and_layer(
     assert [i.severity for i in items] == ["imminent", "serious"]  # imminent first, though older
     detail = review_row(items[0]).detail
     assert detail.startswith("IMMINENT") and "layer" in detail and "confidence" in detail
+
+
+def test_the_console_shows_each_models_screen_failure_rate(store):
+    from tutor.console import backend_health
+
+    answers = iter([openai_reply("not json"), openai_reply("still not json"),  # the first message: failed
+                    openai_reply(_classify())])  # the second: screened, nothing to flag
+    with FakeLLMServer("openai") as server:
+        engine = model_engine(store, server, screen=True)
+        server.default = _screen_or_tutor(lambda request: next(answers))
+        view = run(engine.open("ola", MODULE))
+        run(engine.send(view.id, LearnerInput(text="What is box breathing?")))
+        run(engine.send(view.id, LearnerInput(text="And how long should I do it?")))
+    [model] = backend_health(store).screens
+    assert (model.provider, model.model, model.screens, model.failed) == ("openai", "fake-model-1", 2, 1)
+    assert model.failure_rate == 0.5

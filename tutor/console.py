@@ -18,8 +18,8 @@ from sqlmodel import col, select
 from tutor.llm.errors import scrub
 from tutor.store import Account, AuditEvent, Conversation, Learner, Store, iso_utc, utcnow
 
-__all__ = ["CallCount", "HealthWindow", "Health", "LearnerRef", "RecentError", "backend_health", "find_learner",
-           "percentile"]
+__all__ = ["CallCount", "HealthWindow", "Health", "LearnerRef", "RecentError", "ScreenHealth", "backend_health",
+           "find_learner", "percentile"]
 
 RECENT_ERRORS = 10
 # Latency percentiles are taken over at most this many of the newest calls of a window.
@@ -56,9 +56,25 @@ class RecentError:
 
 
 @dataclass(frozen=True)
+class ScreenHealth:
+    """The model safety screen, one model, last day: messages screened, and those whose
+    screen gave no usable answer (each such turn went to the review list)."""
+
+    provider: str
+    model: str
+    screens: int
+    failed: int
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failed / self.screens if self.screens else 0.0
+
+
+@dataclass(frozen=True)
 class Health:
     windows: list[HealthWindow]
     recent_errors: list[RecentError]
+    screens: list[ScreenHealth] = field(default_factory=list)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -94,7 +110,27 @@ def backend_health(store: Store, *, now: datetime | None = None) -> Health:
             select(AuditEvent).where(col(AuditEvent.error_class).is_not(None))
             .order_by(col(AuditEvent.id).desc()).limit(RECENT_ERRORS)
         ).all()
-    return Health(windows=windows, recent_errors=[_recent(row) for row in errors])
+        screened = s.exec(
+            select(AuditEvent.id, AuditEvent.message_id, AuditEvent.provider, AuditEvent.model, AuditEvent.outcome)
+            .where(col(AuditEvent.created_at) >= now - timedelta(days=1),
+                   col(AuditEvent.detail_json).contains('"risk_screen"', autoescape=True))
+            .order_by(col(AuditEvent.id).desc()).limit(LATENCY_SAMPLE)
+        ).all()
+    return Health(windows=windows, recent_errors=[_recent(row) for row in errors], screens=_screens(screened))
+
+
+def _screens(rows: list[Any]) -> list[ScreenHealth]:
+    """Per model: one screen per message (its tries together), failed when no try was valid."""
+    tries: dict[tuple[str, str, int], list[str]] = {}
+    for row_id, message_id, provider, model, outcome in rows:
+        tries.setdefault((provider, scrub(model), message_id or -row_id), []).append(outcome)
+    per_model: dict[tuple[str, str], list[int]] = {}
+    for (provider, model, _), outcomes in tries.items():
+        counts = per_model.setdefault((provider, model), [0, 0])
+        counts[0] += 1
+        counts[1] += all(outcome != "valid" for outcome in outcomes)
+    return sorted((ScreenHealth(p, m, n, failed) for (p, m), (n, failed) in per_model.items()),
+                  key=lambda h: (-h.failure_rate, h.model))
 
 
 def _recent(row: AuditEvent) -> RecentError:

@@ -134,12 +134,21 @@ class ModuleView:
 
 
 @dataclasses.dataclass
+class ScreenRow:
+    model: str
+    screens: str
+    failed: str
+    rate: str
+
+
+@dataclasses.dataclass
 class ConsoleData:
     reviews: list[ReviewRow]
     has_more: bool
     windows: list[WindowRow]
     errors: list[ErrorRow]
     module: ModuleView
+    screens: list[ScreenRow] = dataclasses.field(default_factory=list)
 
 
 def load_console(
@@ -162,6 +171,8 @@ def load_console(
                          str(e.http_status) if e.http_status else "", e.error, e.hint)
                 for e in health.recent_errors],
         module=module_view(store, library, module_id) if module is not None else ModuleView(),
+        screens=[ScreenRow(f"{h.provider} · {h.model}", f"{h.screens:,}", f"{h.failed:,}", f"{h.failure_rate:.0%}")
+                 for h in health.screens],
     )
 
 

@@ -18,7 +18,7 @@ import reflex as rx
 from tutor import dbfaults
 from tutor.accounts import auth_page
 from tutor.auth_state import TutorState
-from tutor.console_display import ErrorRow, ModuleView, ReviewRow, WindowRow, load_console
+from tutor.console_display import ErrorRow, ModuleView, ReviewRow, ScreenRow, WindowRow, load_console
 from tutor.learner_data import delete_learner, find_learner
 from tutor.reviews import mark_reviewed, mark_turn_reviewed
 from tutor.runtime import get_engine
@@ -42,6 +42,7 @@ class OperatorState(TutorState):
 
     windows: list[WindowRow] = []
     errors: list[ErrorRow] = []
+    screens: list[ScreenRow] = []  # the model safety screen's failures, per model
 
     module_ids: list[str] = []
     module_titles: dict[str, str] = {}
@@ -73,7 +74,7 @@ class OperatorState(TutorState):
 
     def _forget(self) -> None:
         self._operator = self.operator_name = ""
-        self.reviews, self.windows, self.errors = [], [], []
+        self.reviews, self.windows, self.errors, self.screens = [], [], [], []
         self.module, self.module_ids, self.module_titles = ModuleView(), [], {}
         self.has_more, self.review_page = False, 0
         self.delete_found = self.delete_name = self.delete_error = ""
@@ -118,6 +119,7 @@ class OperatorState(TutorState):
                 return
             self.reviews, self.has_more = data.reviews, data.has_more
             self.windows, self.errors, self.module = data.windows, data.errors, data.module
+            self.screens = data.screens
             self.loading, self.load_error = False, ""
 
     @rx.event

@@ -1,7 +1,8 @@
 """The model screen against the real server: the classify contract goes out as a JSON
-schema, and whatever the tiny model answers, the turn ends in one of the allowed ways —
-a valid screen (flags only with verbatim evidence and canonical labels) or a fail-closed
-check-in — and the offline screen still answers a crisis without the model."""
+schema, and whatever the tiny model answers, the turn ends in one of the allowed ways — a
+valid screen (flags only with verbatim evidence and canonical labels), or a screen that
+failed, which lists the turn for review while the learner gets the lesson — and the offline
+screen still answers a crisis without the model."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def test_model_screen_with_the_real_server(llama, tmp_path):
     store.migrate()
     library = load_library(ROOT / "modules")
     labels = set(library.safety_for(MODULE).labels)
-    text = "Lately I feel like a burden to everyone around me."
+    text = "What is box breathing, and when should I use it?"
+    check_in = [b.content for b in library.safety_for(MODULE).check_in_for("en")]
 
     async def play():
         provider = make_provider(settings)
@@ -53,10 +55,13 @@ def test_model_screen_with_the_real_server(llama, tmp_path):
     assert len(screens) >= 2  # every message went through the model screen, audited
     assert all(a.strategy == "json_schema" for a in screens)
     flags = set(ordinary.reply.flags)
-    # Either a valid screen (then a lesson turn or a safety reply), or failed closed: never a crash.
+    # Either a valid screen (then a lesson turn, or a safety reply for a flag with verbatim
+    # evidence), or a failed screen: listed for review, and the learner still gets the lesson.
     assert ordinary.reply.response is not None
+    shown = [b["content"] for b in ordinary.reply.response["content"]["text_blocks"]]
     if "screen_failed" in flags:
-        assert "needs_review" in flags
+        assert "needs_review" in flags and not any(f.startswith("risk:") for f in flags)
+        assert shown != check_in
     for risk in risks:
         assert risk.label in labels | {"screen_failed"}
         for evidence in risk.evidence:
@@ -65,4 +70,4 @@ def test_model_screen_with_the_real_server(llama, tmp_path):
             assert snippet and hashlib.sha256(snippet.encode()).hexdigest() == evidence["sha256"]
     # The offline screen answered the crisis whatever the model said.
     assert "risk:self_harm" in crisis.reply.flags
-    assert any(r.label == "self_harm" and r.source == "offline" for r in risks)
+    assert any(r.label == "self_harm" and r.source in ("offline", "offline+semantic") for r in risks)

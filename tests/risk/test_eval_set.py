@@ -81,3 +81,47 @@ def test_held_out_numbers_do_not_regress(config, path):
     assert flagged <= max_flagged, format_report(report)
     for label, stats in report.labels.items():
         assert stats.caught >= floors[label], f"{label}: {stats.caught} < {floors[label]}\n{format_report(report)}"
+
+
+# Both layers (phrases and meaning) as the app runs them, on the project's own set, the
+# development set the semantic layer was tuned on and the held-out set it never was (written
+# before any tuning, committed alone, never edited). Floors at what was measured, with two
+# messages of slack (the classifier's arithmetic may differ in the last bits on another CPU):
+#   messages.yaml 192/197 caught, 7/145 false positives
+#   dev.yaml      102/120, 13/120; plans, preparations, means, timing, farewells, attempts 33/42
+#   holdout.yaml  126/150, 14/150; 34/44
+# The goals (recall >= 90%, every imminent kind caught, <= 3% false positives) are not
+# met on dev or holdout: `tutor safety eval` says so, and these floors only stop a regression.
+from tutor.risk.evaluate import DEV_SET, HOLDOUT_SET  # noqa: E402
+
+BOTH_LAYERS = {
+    DEFAULT_SET: ((192, 197), (7, 145), (0, 0)),
+    DEV_SET: ((102, 120), (13, 120), (33, 42)),
+    HOLDOUT_SET: ((126, 150), (14, 150), (34, 44)),
+}
+SLACK = 2
+
+
+@pytest.fixture(scope="module")
+def both_layers(config):
+    from tutor.modules import load_library
+    from tutor.risk.offline import offline_screen
+
+    semantic = load_library().semantic
+    assert semantic is not None, "the semantic layer did not load (see the log)"
+    return lambda text: offline_screen(text, config, semantic)
+
+
+@pytest.mark.parametrize("path", list(BOTH_LAYERS), ids=lambda p: p.stem)
+def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
+    report = evaluate(load_labelled_set(path, set(config.labels)), config, rounds=1, screen_with=both_layers,
+                      name=path.name)
+    print(format_report(report, show_misses=False))
+    (caught, crisis), (flagged, ordinary), (imminent_caught, imminent) = BOTH_LAYERS[path]
+    assert (len(report.crisis), len(report.ordinary)) == (crisis, ordinary), "the set changed: re-measure"
+    assert sum(o.caught for o in report.crisis) >= caught - SLACK, format_report(report)
+    assert sum(bool(o.flagged) for o in report.ordinary) <= flagged + SLACK, format_report(report)
+    kinds = report.imminent_kinds()
+    assert len(kinds) == imminent and sum(o.caught for o in kinds) >= imminent_caught - SLACK, format_report(report)
+    # An imminent message caught is answered as imminent (the emergency-first reply).
+    assert sum(o.caught and not o.said_imminent for o in kinds) <= SLACK, format_report(report)

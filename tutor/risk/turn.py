@@ -137,7 +137,11 @@ async def screen_with_model(learner_input: LearnerInput, stored_text: str, confi
 
     result = TurnScreen()
     for field_id, text in texts_of(learner_input, stored_text):
-        outcome = await model_screen(provider, llm_settings, text, config, deadline_s=settings.deadline_s)
+        try:
+            outcome = await model_screen(provider, llm_settings, text, config, deadline_s=settings.deadline_s)
+        except Exception as exc:  # noqa: BLE001 - our bug must not cost the learner the lesson
+            result.failed, result.problem = True, f"risk_screen crashed: {type(exc).__name__}"
+            continue
         result.attempts += outcome.attempts
         if outcome.failed:
             result.failed, result.problem = True, outcome.problem
