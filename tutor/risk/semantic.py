@@ -60,6 +60,10 @@ THRESHOLD = 0.45
 ORDINARY_BELOW = 0.2
 # Risk needed in a window where the phrase layer matched an authored idiom or negation.
 IDIOM_THRESHOLD = 0.9
+# A window of fewer words is left to the phrase layer: "Tonight", "Yes I will", "Continue"
+# carry too little meaning to read (the model called "Tonight" 94% a threat), while the
+# phrases still read "I want to die" and "toi muon chet".
+SHORT_WORDS = 4
 # A second label is flagged too when it holds this share of the window's risk.
 SECOND_LABEL_SHARE = 0.15
 
@@ -184,7 +188,8 @@ class SemanticScreen:
              idioms: Sequence[tuple[int, int]] = ()) -> Reading:
         """Flags for `text`, given one vector per window of self.windows(text). A window
         holding an authored idiom or negation (`idioms`: spans the phrase layer matched as
-        ordinary) is flagged only from IDIOM_THRESHOLD."""
+        ordinary) is flagged only from IDIOM_THRESHOLD; one of fewer than SHORT_WORDS words is
+        not flagged (the phrases read it)."""
         spans = self.windows(text) if spans is None else spans
         if not spans:
             return Reading([])
@@ -195,6 +200,8 @@ class SemanticScreen:
         best: dict[str, tuple[float, int]] = {}
         for row, window_risk in enumerate(risk):
             start, end = spans[row]
+            if len(text[start:end].split()) < SHORT_WORDS:
+                continue
             needed = IDIOM_THRESHOLD if any(start <= a < end for a, _ in idioms) else self.threshold
             if window_risk < needed:
                 continue

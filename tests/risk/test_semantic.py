@@ -1,0 +1,93 @@
+"""The semantic layer of the offline screen, trained as the app trains it (the shipped
+exemplar bank and the sample modules' words): risk recognised by meaning where no listed
+phrase matches, in English and Vietnamese with and without diacritics; severity; evidence;
+what it must not flag; and how an author's bank is checked."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from tutor.modules import load_library
+from tutor.risk.offline import offline_screen
+from tutor.risk.semantic import BankError, load_bank
+
+
+@pytest.fixture(scope="module")
+def semantic():
+    layer = load_library().semantic
+    assert layer is not None, "the semantic layer did not load (see the log)"
+    return layer
+
+
+def flags(text, config, semantic):
+    return offline_screen(text, config, semantic)
+
+
+# Written for these tests: none of them is in the exemplar bank or an evaluation set.
+UNLISTED_PLANS = [
+    "the tablets are lined up on my desk and once my flatmate leaves for work i'm swallowing every one",
+    "minh da gom du thuoc ngu cua me roi, dem nay ca nha ngu het la minh uong",
+    "Mình đã viết xong thư cho bố mẹ và em, để trên bàn học. Tối nay mình sẽ đi thật xa, không về nữa.",
+]
+
+
+@pytest.mark.parametrize("text", UNLISTED_PLANS)
+def test_a_plan_in_words_no_phrase_lists_is_flagged_as_imminent_by_meaning(config, semantic, text):
+    found = flags(text, config, semantic)
+    assert found, text
+    top = found[0]
+    assert top.severity == "imminent" and "semantic" in top.source
+    for evidence in top.evidence:  # the window that raised it, as offsets and a hash of the words
+        assert evidence.sha256 == hashlib.sha256(text[evidence.start:evidence.end].encode()).hexdigest()
+
+
+@pytest.mark.parametrize("text,label", [
+    ("Mum threw a mug at my head again this morning and said I deserved it", "abuse"),
+    ("my mate's been posting goodbye messages and isn't answering his phone, I'm scared he's done something", "concern_for_other"),
+])
+def test_other_labels_are_read_by_meaning_too(config, semantic, text, label):
+    assert label in {f.label for f in flags(text, config, semantic)}, text
+
+
+@pytest.mark.parametrize("text", [
+    "Continue", "Tonight", "Yes I will", "Tell me more",  # quick replies: too short to read
+    "My grandad always beats me at cards and then laughs about it",
+    "In the novel the captain writes farewell letters to his crew before the storm",
+    "When my heart raced before the exam I was sure I would faint, but it passed",
+    "Bố mình đánh cầu lông giỏi lắm, cuối tuần nào cũng thắng mình",
+    "I'm off on holiday next week so I won't be around for the lessons, see you after!",
+])
+def test_look_alikes_and_quick_replies_are_ordinary(config, semantic, text):
+    assert flags(text, config, semantic) == [], text
+
+
+def test_the_modules_own_example_answers_are_ordinary(config, semantic):
+    library = load_library()
+    answers = [c.example_answer for m in library.modules.values() for t in m.topics for c in t.checks]
+    flagged = [a for a in answers if flags(a, config, semantic)]
+    assert len(answers) >= 20 and flagged == []
+
+
+def test_a_crisis_at_the_end_of_a_long_message_is_found_in_its_own_window(config, semantic):
+    lesson = "I understood the part about the three levels of anxiety and the breathing exercise. " * 8
+    text = lesson + "But honestly I have the pills ready and tonight I'm going to take them all."
+    [flag] = [f for f in flags(text, config, semantic) if f.label == "self_harm"]
+    start = min(e.start for e in flag.evidence)
+    assert start > len(lesson) // 2  # the evidence points at the end, not the lesson talk
+
+
+def test_an_authors_broken_exemplar_is_reported_with_file_and_line(tmp_path):
+    (tmp_path / "exemplars_en.yaml").write_text(
+        "exemplars:\n"
+        "  - {text: \"I am fine\", label: none}\n"
+        "  - {text: \"I will end it tonight\", label: self_harm}\n"
+        "  - {text: \"\", label: none}\n"
+        "  - {text: \"x\", label: sadness, severity: serious}\n", encoding="utf-8")
+    with pytest.raises(BankError) as raised:
+        load_bank(tmp_path, ["self_harm"])
+    message = str(raised.value)
+    assert "exemplars_en.yaml:3: a crisis exemplar needs `severity`" in message
+    assert "exemplars_en.yaml:4: each exemplar needs a non-empty `text`" in message
+    assert "exemplars_en.yaml:5: `label` must be none or one of ['self_harm']" in message
