@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import sqlalchemy
 from argon2 import PasswordHasher
@@ -88,6 +88,9 @@ class AuthSettings:
     # have passed (TUTOR_SESSION_RECHECK): sign-out elsewhere, expiry or a disabled account
     # stops an open chat within this time.
     recheck_s: float = 60.0
+    # TUTOR_PUBLIC_URL: the addresses learners open the app at, for a proxy that does not pass
+    # the Host they asked for; pages of these origins may use the event socket and post forms.
+    public_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AuthSettings:
@@ -111,6 +114,7 @@ class AuthSettings:
                                  "set e.g. TUTOR_TRUSTED_PROXIES=127.0.0.1,10.0.0.0/8") from None
         operators = frozenset(n.strip().lower() for n in (env.get("TUTOR_OPERATORS") or "").split(",") if n.strip())
         header = (env.get("TUTOR_AUTH_HEADER") or "X-Forwarded-User").strip().lower()
+        public = tuple(_origin(url) for url in (env.get("TUTOR_PUBLIC_URL") or "").split(",") if url.strip())
         raw_recheck = (env.get("TUTOR_SESSION_RECHECK") or "60").strip()
         try:
             recheck = float(raw_recheck)
@@ -119,10 +123,33 @@ class AuthSettings:
         if not 0 <= recheck <= 3600:
             raise ValueError(f"TUTOR_SESSION_RECHECK={raw_recheck!r} is not a number of seconds (0-3600): "
                              "set e.g. TUTOR_SESSION_RECHECK=60")
-        return cls(mode, header, proxies, operators, days, recheck)
+        return cls(mode, header, proxies, operators, days, recheck, public)
 
     def trusts(self, client_host: str) -> bool:
         return _trusted(self.trusted_proxies, client_host)
+
+    def origin_allowed(self, origin: str, host: str, forwarded_host: str, client_host: str) -> bool:
+        """Whether a page of `origin` is this site's own: the host the browser asked for (the
+        Host header, or a trusted proxy's X-Forwarded-Host), or one of TUTOR_PUBLIC_URL. The
+        one rule for the event socket and the sign-in posts; no Origin is not this site."""
+        if not origin or origin == "null":
+            return False
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return False
+        hosts = {host.lower()}
+        if self.trusts(client_host):
+            hosts.add(forwarded_host.split(",")[0].strip().lower())
+        own = f"{parts.scheme}://{parts.netloc}".lower()
+        return parts.netloc.lower() in hosts - {""} or own in self.public_origins
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"TUTOR_PUBLIC_URL has {url.strip()!r}, which is not an http(s) address: set e.g. "
+                         "TUTOR_PUBLIC_URL=https://tutor.example.org (several: comma-separated)")
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 @cache

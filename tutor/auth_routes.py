@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -45,13 +45,8 @@ def client_address(request: Request, settings: AuthSettings) -> str:
 def same_origin(request: Request, settings: AuthSettings) -> bool:
     """CSRF check: the post must come from a page of this site (Origin, else Referer)."""
     source = request.headers.get("origin") or request.headers.get("referer") or ""
-    if not source or source == "null":
-        return False
-    parts = urlsplit(source)
-    hosts = {request.headers.get("host", "").lower()}
-    if request.client and settings.trusts(request.client.host):
-        hosts.add(request.headers.get("x-forwarded-host", "").split(",")[0].strip().lower())
-    return parts.scheme in ("http", "https") and bool(parts.netloc) and parts.netloc.lower() in hosts - {""}
+    return settings.origin_allowed(source, request.headers.get("host", ""), request.headers.get("x-forwarded-host", ""),
+                                   request.client.host if request.client else "")
 
 
 def _secure(request: Request) -> bool:

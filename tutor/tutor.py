@@ -15,7 +15,7 @@ from tutor.operator_routes import operator_api
 from tutor.operator_state import OperatorState
 from tutor.runtime import engine_at_start
 from tutor.state import ChatState
-from tutor.web_security import security_headers
+from tutor.web_security import security_headers, socket_origin_guard
 import tutor.store  # noqa: F401  (its tables)
 
 # `reflex db makemigrations` reads tables from Reflex's model registry. rx.Model, registered
@@ -26,7 +26,7 @@ import tutor.store  # noqa: F401  (its tables)
 # Sign-in, sign-up and sign-out are plain form posts (tutor/auth_routes.py) that set an
 # HttpOnly cookie.
 app = rx.App(stylesheets=["/tutor.css"], theme=None, head_components=[theme_head_script()],
-             api_transformer=[auth_api(), operator_api(), security_headers])
+             api_transformer=[auth_api(), operator_api(), security_headers, socket_origin_guard])
 # A calm "connection lost" line instead of Reflex's toast naming the socket's address.
 app.app_wraps[(5, "Overlay")] = connection_overlay
 # Each worker builds the engine before it serves (off the event loop).

@@ -26,7 +26,7 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
-__all__ = ["content_security_policy", "security_headers"]
+__all__ = ["content_security_policy", "security_headers", "socket_origin_guard"]
 
 
 def _sources(hosts: tuple[str, ...]) -> str:
@@ -82,5 +82,33 @@ def security_headers(app: ASGIApp) -> ASGIApp:
             await send(message)
 
         await app(scope, receive, send_with_headers)
+
+    return wrapped
+
+
+def socket_origin_guard(app: ASGIApp) -> ASGIApp:
+    """`app` with its event socket open only to this site's own pages: a websocket (and any
+    request to /_event) whose Origin is not the app's own (AuthSettings.origin_allowed: the
+    host the browser asked for, a trusted proxy's forwarded host, or TUTOR_PUBLIC_URL) is
+    refused before the app sees it, and so is one with no Origin (every browser sends one).
+    Without this a page on another port of the same host, or a sibling subdomain, could act
+    through a signed-in operator's browser (SameSite=Lax does not stop a same-site page)."""
+    from tutor.accounts import auth_settings
+
+    async def wrapped(scope: Scope, receive, send) -> None:
+        kind = scope.get("type")
+        if kind == "websocket" or (kind == "http" and str(scope.get("path", "")).startswith("/_event")):
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            client = (scope.get("client") or ("", 0))[0]
+            if not auth_settings().origin_allowed(headers.get("origin", ""), headers.get("host", ""),
+                                                  headers.get("x-forwarded-host", ""), client):
+                if kind == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                else:
+                    await send({"type": "http.response.start", "status": 403,
+                                "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
+                    await send({"type": "http.response.body", "body": b"This address does not accept other sites."})
+                return
+        await app(scope, receive, send)
 
     return wrapped
