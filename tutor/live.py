@@ -39,6 +39,7 @@ from typing import Any
 from tutor.contract.partial import Preview, preview
 from tutor.display import BlockItem, MediaItem, block_item, media_item
 from tutor.i18n import N_
+from tutor.llm.errors import scrub
 from tutor.llm.gate import queue_line
 from tutor.markdown import render_inline
 
@@ -141,7 +142,8 @@ class StreamFeed:
         if not force and (now - self._last < self.min_interval or now - self._looked < self.min_look):
             return {}
         self._looked = now
-        updates = self._diff(preview(raw), force or now - self._last >= self.max_wait)
+        # A key the model echoes is never shown, not even for a moment (tutor.llm.errors.scrub).
+        updates = self._diff(preview(scrub(raw)), force or now - self._last >= self.max_wait)
         if updates:
             self._last = now
         return updates

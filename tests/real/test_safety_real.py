@@ -52,7 +52,9 @@ def test_model_screen_with_the_real_server(llama, tmp_path):
         risks = list(s.exec(select(RiskEvent)))
     store.dispose()
 
-    assert len(screens) >= 2  # every message went through the model screen, audited
+    # The ordinary message went through the model screen, audited; the crisis, caught by the
+    # offline screen, was answered at once with no model call at all.
+    assert len(screens) >= 1 and all(a.message_id != crisis.reply.id for a in screens)
     assert all(a.strategy == "json_schema" for a in screens)
     flags = set(ordinary.reply.flags)
     # Either a valid screen (then a lesson turn, or a safety reply for a flag with verbatim

@@ -44,7 +44,7 @@ from tutor.llm.base import Completion, CompletionRequest, Provider
 from tutor.llm.budget import BudgetCheck, check_budget, estimate_text_tokens, estimate_tokens, trim_harder
 from tutor.llm.context import context_window, learn
 from tutor.llm.config import LLMSettings
-from tutor.llm.errors import ContextOverflow, DeadlineExceeded, LLMError, ProviderFailure, RateLimited
+from tutor.llm.errors import ContextOverflow, DeadlineExceeded, LLMError, ProviderFailure, RateLimited, scrub
 from tutor.llm.reask import Tried, build_reask, classify
 from tutor.llm.replies import (
     APOLOGY_TEXT,
@@ -222,6 +222,12 @@ class _Turn:
 
     def _finish(self, request: CompletionRequest, kind: str, started: float, completion: Completion) -> Tried:
         latency = (time.perf_counter() - started) * 1000
+        # Everything the model writes is untrusted: a key or token it echoes (a leaked prompt,
+        # a poisoned source) is replaced before the reply is parsed, shown, stored or audited.
+        clean = scrub(completion.text)
+        scrubbed = clean != completion.text
+        if scrubbed:
+            completion = replace(completion, text=clean)
         result = classify(completion)
         tokens_in, tokens_out, flags = completion.tokens_in, completion.tokens_out, []
         if not tokens_in and not tokens_out:  # no usage: a local server, or a stream we cut
@@ -231,6 +237,10 @@ class _Turn:
             flags.append("tokens_estimated")
         self.tokens_used += tokens_in + tokens_out
         parsed = result.parsed
+        if scrubbed and parsed is not None:  # valid means untouched: this one was changed
+            outcome = "repaired" if parsed.outcome == "valid" else parsed.outcome
+            parsed = replace(parsed, outcome=outcome, flags=[*parsed.flags, "secret_scrubbed"])
+            result = replace(result, parsed=parsed)
         flags += [f for f in (parsed.flags if parsed else []) if f not in flags]
         if completion.finish_reason == "length" and "truncated" not in flags:
             flags.append("truncated")
