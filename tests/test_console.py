@@ -350,3 +350,31 @@ def test_nothing_in_the_schema_is_left_out_of_the_deletion():
              ("turnreview", "message")}
     found = {(t.name, fk.column.table.name) for t in SQLModel.metadata.sorted_tables for fk in t.foreign_keys}
     assert found == known
+
+
+def test_a_deleted_learner_leaves_no_words_in_the_sqlite_files(tmp_path):
+    """Not only gone from the tables: gone from the bytes of the database file and its
+    write-ahead log, where SQLite would otherwise keep old copies of the pages."""
+    path = tmp_path / "tutor.db"
+    store = Store(f"sqlite:///{path}")
+    store.migrate()
+    try:
+        engine = Engine(store, make_provider(LLMSettings()), LIBRARY, LLMSettings())
+        phrase = "my zebra-striped umbrella rememberance 7731"
+        view = run(engine.open("zoe-key-0123456789", MODULE))
+        for _ in range(3):
+            run(engine.send(view.id, LearnerInput(text=phrase)))
+        with store.session() as s:
+            learner_id = s.exec(select(Learner.id).where(Learner.key == "zoe-key-0123456789")).one()
+        with store.engine.connect() as db:  # as SQLite does by itself every 1,000 pages
+            db.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        run(engine.send(view.id, LearnerInput(text=phrase)))  # and once more, in the log only
+        files = [path, path.with_name(path.name + "-wal")]
+        assert all(phrase.encode() in f.read_bytes() for f in files)  # it was in both
+        assert delete_learner(store, learner_id) is not None
+        for f in files:
+            if f.exists():
+                data = f.read_bytes()
+                assert phrase.encode() not in data and b"zoe-key-0123456789" not in data, f.name
+    finally:
+        store.dispose()

@@ -6,6 +6,8 @@ sessions, account and the learner row itself. Other learners' rows are never tou
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 
 from sqlalchemy import delete
@@ -26,6 +28,8 @@ from tutor.store import (
     Store,
     TurnReview,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Deleted", "delete_learner", "find_learner", "LearnerRef"]
 
@@ -70,4 +74,22 @@ def delete_learner(store: Store, learner_id: int) -> Deleted | None:
         db = s.connection()
         rows = {name: db.execute(statement).rowcount for name, statement in steps}
         s.commit()
-        return Deleted(learner.key, account.username if account else "", rows)
+        deleted = Deleted(learner.key, account.username if account else "", rows)
+    if store.url.startswith("sqlite"):
+        _empty_the_wal(store)
+    return deleted
+
+
+def _empty_the_wal(store: Store) -> None:
+    """SQLite's write-ahead log still holds the pages as they were before the delete (the
+    learner's words, several times over): copy what it holds into the file (where deleted
+    rows are zeroed, secure_delete) and truncate it to nothing. A reader holding an old
+    snapshot can make a checkpoint wait: tried for a few seconds, then logged."""
+    for _ in range(50):
+        with store.engine.connect() as db:
+            busy, _, _ = db.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+        if not busy:
+            return
+        time.sleep(0.1)
+    log.warning("the database's write-ahead log could not be emptied after deleting a learner (a long read "
+                "was open); it is emptied at the next checkpoint")

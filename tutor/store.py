@@ -350,6 +350,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # holding the only write lock. PostgreSQL keeps every commit on disk.
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=5000")
+    # Deleted rows are overwritten with zeros, not left in free pages: a learner whose data
+    # is deleted leaves no words in the file (tutor.learner_data also empties the WAL).
+    cursor.execute("PRAGMA secure_delete=ON")
     cursor.close()
 
 
