@@ -152,6 +152,16 @@ def test_identity_in_header_mode_only_through_a_trusted_proxy(db):
         assert s.exec(select(Account.password_hash).where(Account.username == "boss")).one() is None
 
 
+def test_two_identity_headers_name_nobody(db):
+    from starlette.datastructures import Headers
+
+    settings = AuthSettings(mode="header")
+    both = Headers(raw=[(b"x-forwarded-user", b"mallory"), (b"x-forwarded-user", b"pat@school.example")])
+    assert identity_for_request(db, both, "127.0.0.1", settings=settings) is None
+    one = Headers(raw=[(b"x-forwarded-user", b"pat@school.example")])
+    assert identity_for_request(db, one, "127.0.0.1", settings=settings).username == "pat@school.example"
+
+
 def test_identity_in_anonymous_mode_is_the_browser_key():
     settings = AuthSettings(mode="anonymous")
     assert identity_for_request(None, {}, "", local_key="abc123", settings=settings) == Identity("abc123", "", "learner")

@@ -75,3 +75,22 @@ def test_behind_a_proxy_only_named_operators_from_a_trusted_address_get_it(store
     assert proxy.get("/operator/progress.csv", headers={"x-forwarded-user": "boss"}).status_code == 200
     assert proxy.get("/operator/progress.csv", headers={"x-forwarded-user": "ana"}).status_code == 403
     assert elsewhere.get("/operator/progress.csv", headers={"x-forwarded-user": "boss"}).status_code == 403
+
+
+def test_in_header_mode_a_second_identity_header_gets_no_file(store, monkeypatch):
+    from tutor.accounts import auth_settings
+
+    monkeypatch.setenv("TUTOR_AUTH", "header")
+    monkeypatch.setenv("TUTOR_OPERATORS", "olga")
+    auth_settings.cache_clear()
+    try:  # the request comes from 127.0.0.1, a trusted proxy by default
+        client = TestClient(operator_api(store, LIBRARY), base_url=SITE, follow_redirects=False,
+                            client=("127.0.0.1", 50000))
+        alone = client.get("/operator/progress.csv", headers={"x-forwarded-user": "olga"})
+        assert alone.status_code == 200  # the proxy's one header: the operator
+        # The client sent its own header too; the proxy appended the real one.
+        both = client.get("/operator/progress.csv",
+                          headers=[("x-forwarded-user", "olga"), ("x-forwarded-user", "ana")])
+        assert both.status_code != 200 and "text/csv" not in both.headers.get("content-type", "")
+    finally:
+        auth_settings.cache_clear()

@@ -339,7 +339,12 @@ def identity_for_request(store, headers: Mapping[str, str], client_host: str, *,
         key = (local_key or "").strip()[:128]
         return Identity(key, "", "learner") if key else None
     if settings.mode == "header":
-        name = normalise_username(lowered.get(settings.header, ""))
+        # Two identity headers (one the client's own, one the proxy's) name nobody: which one
+        # the proxy set cannot be told. A multi-valued mapping (Starlette's) shows each copy.
+        named = [v for k, v in headers.items() if k.lower() == settings.header]
+        if len(named) != 1:
+            return None
+        name = normalise_username(named[0])
         if not name or not settings.trusts(client_host) or not HEADER_USERNAME_RE.fullmatch(name):
             return None
         account = find_account(store, name)

@@ -38,7 +38,7 @@ async def progress_export(request: Request) -> Response:
     client = request.client.host if request.client else ""
     try:
         store, library = _parts(request)
-        who = await store.run(identity_for_request, store, dict(request.headers), client, settings=settings)
+        who = await store.run(identity_for_request, store, request.headers, client, settings=settings)
         if who is None and settings.mode == "accounts":
             return RedirectResponse(auth_page("/signin", "/operator"), status_code=303)
         if who is None or not who.is_operator:
