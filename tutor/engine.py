@@ -32,7 +32,7 @@ from tutor.llm.streaming import TurnListener
 from tutor.modules import Library, Module
 from tutor.progress import ProgressState
 from tutor.alerts import Alerter
-from tutor.risk.turn import SafetySettings, TurnScreen, safety_reply, screen_offline, screen_with_model, texts_of
+from tutor.risk.turn import SafetySettings, TurnScreen, safety_reply, screen_offline, start_model_screen, texts_of
 from tutor.settings import REPLY_LEASE_S
 from tutor.store import Store
 from tutor.usage import LimitReached, UsageLimits
@@ -265,10 +265,8 @@ class Engine:
         if screened.answers_with_safety:
             return await self._safety_turn(pending, module, screened, reads)
         # The model screen runs alongside the reply; the reply waits for it before it is kept.
-        model_screen = None
-        if self.safety.model_screen_for(self.provider.name):
-            model_screen = asyncio.create_task(screen_with_model(
-                learner_input, pending.learner.text, config, self.safety, self.provider, self.settings))
+        model_screen = start_model_screen(learner_input, pending.learner.text, config, self.safety, self.provider,
+                                          self.settings)
         try:
             detected = progress_mod.detect_text(
                 module, "\n".join(text for _, text in texts_of(learner_input, learner_input.text or "")))

@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.browser.app_runner import CHROMIUM, CHROMIUM_ARGS, REPO, RunningApp
-from tests.fakes.servers import FakeLLMServer
+from tests.fakes.servers import FakeLLMServer, Scripted
 from tests.fakes.wire import openai_reply, openai_stream, tutor_reply
 from tests.real.llama import LlamaServer, serve_for_tests
 
@@ -77,9 +77,18 @@ def header_app(apps: AppPool) -> RunningApp:
     return apps.use("header", TUTOR_AUTH="header", TUTOR_OPERATORS="alice")
 
 
+def screen_finds_nothing(request) -> Scripted | None:
+    """The model safety screen's calls (on wherever a model is configured) answered at once
+    with no flags, so they never take a scripted lesson reply; tests/test_safety_turns.py
+    covers the screen itself."""
+    body = request.body if isinstance(request.body, dict) else {}
+    system = (body.get("messages") or [{}])[0].get("content", "")
+    return openai_reply(json.dumps({"risk_flags": []})) if "risk_flags" in str(system) else None
+
+
 class ScriptedModel:
     """The model behind `model_app`: queue the next replies; anything unscripted gets a
-    short valid reply."""
+    short valid reply. The safety screen's calls are answered apart (no flags)."""
 
     def __init__(self, server: FakeLLMServer) -> None:
         self.server = server
@@ -87,6 +96,7 @@ class ScriptedModel:
     def reset(self) -> None:
         self.server.reset()
         self.server.default = lambda _request: openai_reply(json.dumps(tutor_reply("Let's keep going.")))
+        self.server.intercept = screen_finds_nothing
 
     def reply(self, data: dict[str, Any], **kw: Any) -> None:
         """Queue one reply given as RESPONSE_SCHEMA data."""

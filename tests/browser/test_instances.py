@@ -13,7 +13,7 @@ import redis
 from playwright.sync_api import Page, expect
 
 from tests.browser.app_runner import REPO, RunningApp
-from tests.browser.conftest import AppPool, scripted_model_env
+from tests.browser.conftest import AppPool, scripted_model_env, screen_finds_nothing
 from tests.browser.helpers import open_module, wait_idle
 from tests.conftest import postgres_database
 from tests.fakes.servers import FakeLLMServer, Scripted
@@ -49,6 +49,7 @@ def test_two_instances_answer_each_message_once(instances: list[RunningApp], mod
     first, second = instances
     assert first.port != second.port
     model_server.reset()
+    model_server.intercept = screen_finds_nothing
     open_module(page, first.url)
     key = page.evaluate("() => window.localStorage.getItem('tutor_learner')")
     assert key
@@ -69,4 +70,6 @@ def test_two_instances_answer_each_message_once(instances: list[RunningApp], mod
         wait_idle(tab)
         assert tab.locator(".msg-tutor", has_text="One answer from one instance.").count() == 1
     assert len(model_server.requests) == calls + 1  # one model call for one message
+    screened = [r for r in model_server.intercepted if "What does anxiety do" in json.dumps(r.body)]
+    assert len(screened) == 1  # and one safety screen of it
     other.context.close()

@@ -6,6 +6,7 @@ handshake against the running app."""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import aiohttp
 import pytest
@@ -27,15 +28,21 @@ async def _handshake(url: str, origin: str | None) -> int | str:
             return refused.status
 
 
+def handshake(url: str, origin: str | None) -> int | str:
+    # In a thread of its own: the browser fixtures keep an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _handshake(url, origin)).result(timeout=30)
+
+
 @pytest.mark.parametrize("origin", [None, "http://127.0.0.1:{other}", "http://evil.example", "null"])
 def test_the_event_socket_refuses_pages_of_other_origins(app: RunningApp, origin: str | None) -> None:
     url = app.url.replace("http", "ws", 1) + SOCKET
     other = None if origin is None else origin.format(other=app.port + 1)
-    assert asyncio.run(_handshake(url, other)) == 403
+    assert handshake(url, other) == 403
 
 
 def test_the_apps_own_page_still_opens_it(app: RunningApp, page) -> None:
     url = app.url.replace("http", "ws", 1) + SOCKET
-    assert asyncio.run(_handshake(url, app.url)) == "open"
+    assert handshake(url, app.url) == "open"
     page.goto(app.url + f"/learn?module={MODULE}")  # and the real page works through it
     page.locator(".msg-tutor").first.wait_for()

@@ -65,6 +65,10 @@ class FakeLLMServer:
         self.disconnects = 0  # answers the client walked away from (hung up mid-answer)
         self.stopping = threading.Event()  # ends hanging and trickling answers at stop()
         self.default: Callable[[RecordedRequest], Scripted] | None = None
+        # Answers some requests before the queue is looked at (None: not this one), e.g. the
+        # safety screen's calls beside a scripted lesson.
+        self.intercept: Callable[[RecordedRequest], Scripted | None] | None = None
+        self.intercepted: list[RecordedRequest] = []
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -105,14 +109,20 @@ class FakeLLMServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.intercepted.clear()
         self.default = None
+        self.intercept = None
 
     @property
     def pending(self) -> int:
         return len(self._queue)
 
     def _next(self, request: RecordedRequest) -> Scripted:
+        answer = self.intercept(request) if self.intercept is not None else None
         with self._lock:
+            if answer is not None:
+                self.intercepted.append(request)  # apart: `requests` is what the queue answered
+                return answer
             self.requests.append(request)
             if self._queue:
                 return self._queue.popleft()

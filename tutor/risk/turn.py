@@ -19,6 +19,7 @@ at once and with no model call; the lesson waits until the learner writes again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from tutor.risk.semantic import SemanticScreen
 from tutor.settings import ConfigError, EnvReader
 
 __all__ = ["FAILED_LABEL", "SafetySettings", "ScreenedFlag", "TurnScreen", "safety_reply", "screen_offline",
-           "screen_with_model"]
+           "screen_with_model", "start_model_screen"]
 
 FAILED_LABEL = "screen_failed"  # a model screen with no valid answer: the turn waits for review
 
@@ -149,6 +150,16 @@ async def screen_with_model(learner_input: LearnerInput, stored_text: str, confi
         result.flags += [ScreenedFlag(f, field_id, f.confidence >= settings.min_confidence)
                          for f in outcome.flags]
     return result
+
+
+def start_model_screen(learner_input: LearnerInput, stored_text: str, config: SafetyConfig, settings: SafetySettings,
+                       provider: Provider, llm_settings: LLMSettings) -> asyncio.Task[TurnScreen] | None:
+    """The model screen started in the background (None where it does not run: the
+    built-in tutor, or turned off); the engine awaits it before a reply is kept."""
+    if not settings.model_screen_for(provider.name):
+        return None
+    return asyncio.get_running_loop().create_task(
+        screen_with_model(learner_input, stored_text, config, settings, provider, llm_settings))
 
 
 def safety_reply(config: SafetyConfig, screened: TurnScreen, language: str) -> TutorResponse:
