@@ -7,7 +7,8 @@
 A listed phrase matched where the semantic layer reads the words as plainly ordinary (risk
 under semantic.ORDINARY_BELOW: "the soldier writes goodbye letters in the movie", "no, I've
 never self-harmed") is dropped: on the development set the phrases alone flagged 14% of
-ordinary look-alikes. Every flag leaves with a severity: a phrase flag takes the one the semantic layer reads in
+ordinary look-alikes. A window too short to read by meaning keeps its phrases' verdict.
+Every flag leaves with a severity: a phrase flag takes the one the semantic layer reads in
 the window it matched in ("imminent" when there is no semantic layer: a missed emergency is
 worse than an unneeded one). A label raised by both layers is one flag whose source names
 both ("offline+semantic"), with both layers' evidence: one row in the review list that

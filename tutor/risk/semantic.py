@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,16 +151,21 @@ class Reading:
     spans: list[tuple[int, int]] = field(default_factory=list)
     proba: np.ndarray | None = None
     classes: tuple[str, ...] = ()
+    text: str = ""
 
     def window_of(self, start: int) -> int:
         return next((i for i, (a, b) in enumerate(self.spans) if a <= start < b), 0)
 
     def reads_ordinary_at(self, start: int) -> bool:
-        """The window holding offset `start` reads as plainly ordinary (False when nothing was read)."""
+        """The window holding offset `start` reads as plainly ordinary (False when nothing was
+        read, or the window is too short to read by meaning)."""
         if self.proba is None or not self.spans:
             return False
-        risk = 1.0 - self.proba[self.window_of(start), self.classes.index(ORDINARY)]
-        return bool(risk < ORDINARY_BELOW)
+        row = self.window_of(start)
+        a, b = self.spans[row]
+        if len(self.text[a:b].split()) < SHORT_WORDS:
+            return False
+        return bool(1.0 - self.proba[row, self.classes.index(ORDINARY)] < ORDINARY_BELOW)
 
     def severity_at(self, label: str, start: int) -> str:
         """The severity the window holding offset `start` suggests for `label` ("imminent"
@@ -217,7 +223,7 @@ class SemanticScreen:
             start, end = spans[row]
             flags.append(RiskFlag(lab, round(confidence, 3), (Evidence.of(text, start, end),), "semantic",
                                   severity=_severity(proba[row], classes, lab)))
-        return Reading(flags, spans, proba, classes)
+        return Reading(flags, spans, proba, classes, text)
 
 
 # How the classifier is trained (part of the bank's version: a change retrains).
@@ -282,17 +288,19 @@ def _keep_trained(version: str, classifier: SoftmaxClassifier) -> None:
 
 
 _loaded: dict[tuple[str, tuple[str, ...], str], SemanticScreen | None] = {}
+_loading = threading.Lock()  # the start-up thread and a first request must not train it twice
 
 
 def semantic_screen(folder: Path, labels: Sequence[str], course: Sequence[str] = ()) -> SemanticScreen | None:
     """load_semantic, once per process, bank folder and course texts. The model missing is
     logged once as an error and the phrase layer screens alone (None)."""
     key = (str(folder), tuple(labels), hashlib.sha256("\x00".join(course).encode("utf-8")).hexdigest())
-    if key not in _loaded:
-        try:
-            _loaded[key] = load_semantic(folder, labels, course)
-        except EmbedderUnavailable as exc:
-            log.error("the safety screen's semantic layer is off: %s. Only listed phrases are "
-                      "recognised until it is installed.", exc)
-            _loaded[key] = None
-    return _loaded[key]
+    with _loading:
+        if key not in _loaded:
+            try:
+                _loaded[key] = load_semantic(folder, labels, course)
+            except EmbedderUnavailable as exc:
+                log.error("the safety screen's semantic layer is off: %s. Only listed phrases are "
+                          "recognised until it is installed.", exc)
+                _loaded[key] = None
+        return _loaded[key]
