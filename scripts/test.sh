@@ -24,4 +24,7 @@ else
 fi
 rm -f "$llama_err"
 source scripts/env.sh
+# The safety screen's semantic layer, trained once into ~/.cache/tutor (a few minutes on a new
+# machine, a second after): no test, app start or subprocess waits on it with a timeout.
+.venv/bin/tutor safety prepare
 exec .venv/bin/python -m pytest "$@"
