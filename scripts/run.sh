@@ -9,7 +9,7 @@ source scripts/env.sh
 NPM_CONFIG_REGISTRY="${NPM_CONFIG_REGISTRY:-$(npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)}"
 export NPM_CONFIG_REGISTRY
 .venv/bin/tutor db migrate
-# The safety screen's semantic layer: its exemplar vectors are computed once (about a minute
+# The safety screen's semantic layer: its exemplar vectors are computed once (3-5 minutes
 # on 2 cores) and kept in ~/.cache/tutor; later starts read them in under a second.
 .venv/bin/tutor safety prepare
 exec reflex run --env prod --single-port "$@"

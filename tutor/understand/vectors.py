@@ -1,5 +1,5 @@
 """Vectors kept on disk by content: a text's vector is computed once per model and read
-back on every later start (an exemplar bank of ~2,000 texts takes ~1 minute of CPU to
+back on every later start (the safety bank, ~6,000 texts, takes 3-5 minutes of CPU to
 embed, ~10 ms to read). One file per model and collection, written whole to a temporary
 file and renamed (two workers writing at once leave one complete file; the other's vectors
 are simply computed again next time)."""
