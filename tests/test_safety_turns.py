@@ -184,10 +184,9 @@ def test_the_model_screen_adds_flags_with_verbatim_evidence_only_and_its_flag_re
 def test_a_flag_whose_evidence_is_not_in_the_message_is_dropped(store):
     with FakeLLMServer("openai") as server:
         engine = model_engine(store, server, screen=True)
-        server.default = lambda request: openai_reply(tutor_json())
-        view = run(engine.open("gus", MODULE))
-        server.script(openai_reply(_classify(
+        server.default = _screen_or_tutor(lambda request: openai_reply(_classify(
             {"label": "self_harm", "confidence": 0.95, "evidence_snippets": ["I will end it tonight"]})))
+        view = run(engine.open("gus", MODULE))
         result = run(engine.send(view.id, LearnerInput(text="What is box breathing?")))
     assert not any(f.startswith("risk:") for f in result.reply.flags)
     assert risk_rows(store) == []

@@ -187,8 +187,10 @@ def test_with_one_model_slot_a_second_learner_waits_in_line_sees_it_and_then_pro
 
 def test_the_safety_screen_waits_in_the_same_line_and_its_tokens_count(store):
     with FakeLLMServer("openai") as server:
-        server.script(openai_reply(json.dumps({"risk_flags": []})),  # the screen: nothing to flag
-                      openai_reply(json.dumps(tutor_reply("Breathing slows the alarm."))))
+        # The screen and the reply run side by side: each is answered by what it asks.
+        server.default = lambda request: openai_reply(json.dumps(
+            {"risk_flags": []} if "risk_flags" in request.json["messages"][0]["content"]
+            else tutor_reply("Breathing slows the alarm.")))
         settings = settings_for(server, max_retries=0)
         usage = UsageLimits(UsageSettings(model_calls_in_flight=1, daily_tokens=10_000))
         engine = Engine(store, make_provider(settings), load_library(), settings,
@@ -206,7 +208,8 @@ def test_the_safety_screen_waits_in_the_same_line_and_its_tokens_count(store):
             return await turn
 
         result = run(go())
-        screen, tutor = (r.json["messages"][0]["content"] for r in server.requests)
+        screen, tutor = sorted((r.json["messages"][0]["content"] for r in server.requests),
+                               key=lambda system: "risk_flags" not in system)
     # The screen runs beside the reply: both calls wait in line, the learner sees their place.
     assert watcher.positions[0] >= 1 and watcher.positions[-1] == 0 and max(watcher.positions) <= 2
     assert "risk" in screen.lower() and screen != tutor
