@@ -77,7 +77,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _screen_for(layers: str, config):
     from tutor.modules import load_library
-    from tutor.risk.offline import offline_screen
+    from tutor.risk.offline import offline_screen, read_by_meaning
     from tutor.risk.screen import screen
 
     if layers == "phrases":
@@ -86,15 +86,8 @@ def _screen_for(layers: str, config):
     if semantic is None:
         raise SystemExit("tutor safety eval: the semantic layer is not available (see the error above)")
     if layers == "semantic":
-        return lambda text: _semantic_only(text, semantic)
+        return lambda text: read_by_meaning(text, semantic).flags
     return lambda text: offline_screen(text, config, semantic)
-
-
-def _semantic_only(text: str, semantic):
-    from tutor.understand import embedder
-
-    spans = semantic.windows(text)
-    return semantic.read(text, embedder().embed([text[a:b] for a, b in spans]), spans).flags if spans else []
 
 
 def run_eval(args: argparse.Namespace) -> int:

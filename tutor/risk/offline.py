@@ -24,7 +24,7 @@ from tutor.risk.screen import RiskFlag, screen_with_idioms
 from tutor.risk.semantic import Reading, SemanticScreen
 from tutor.understand import embed_async, embedder
 
-__all__ = ["offline_screen", "offline_screen_async"]
+__all__ = ["offline_screen", "offline_screen_async", "read_by_meaning"]
 
 
 BOTH = "offline+semantic"
@@ -50,13 +50,18 @@ def _combine(phrase_flags: list[RiskFlag], reading: Reading) -> list[RiskFlag]:
     return sorted(by_label.values(), key=lambda f: (f.severity != "imminent", -f.confidence))
 
 
+def read_by_meaning(text: str, semantic: SemanticScreen, idioms=()) -> Reading:
+    """The semantic layer's reading of `text`, its windows embedded in this thread."""
+    spans = semantic.windows(text)
+    if not spans:
+        return Reading([])
+    return semantic.read(text, embedder().embed([text[a:b] for a, b in spans]), spans, idioms)
+
+
 def offline_screen(text: str, config: SafetyConfig, semantic: SemanticScreen | None) -> list[RiskFlag]:
     phrase_flags, idioms = screen_with_idioms(text, config)
-    if semantic is None or not text.strip():
-        return _combine(phrase_flags, Reading([]))
-    spans = semantic.windows(text)
-    vectors = embedder().embed([text[a:b] for a, b in spans])
-    return _combine(phrase_flags, semantic.read(text, vectors, spans, idioms))
+    reading = Reading([]) if semantic is None else read_by_meaning(text, semantic, idioms)
+    return _combine(phrase_flags, reading)
 
 
 async def offline_screen_async(text: str, config: SafetyConfig,
