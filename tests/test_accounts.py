@@ -10,9 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlmodel import select
 
-from tutor import accounts, sessions
+from tutor import accounts, sessions, signin_limit
 from tutor.accounts import AccountError, AuthSettings, Identity, auth_page, identity_for_request, safe_next
 from tutor.conversations import find_or_create
+from tutor.signin_limit import Attempt, Refusal
 from tutor.store import Account, AuthSession, Conversation, Learner, Store, utcnow
 
 ACCOUNTS = AuthSettings()
@@ -49,15 +50,51 @@ def test_usernames_outside_the_rules_are_refused_with_the_rule(name):
 
 
 def test_names_are_unique_whatever_their_case_and_passwords_have_bounds(db):
-    accounts.create_account(db, "sam", "12345678")
+    accounts.create_account(db, "sam", "pass-phrase one")
     with pytest.raises(AccountError, match="taken"):
-        accounts.create_account(db, "SAM", "abcdefgh")
-    with pytest.raises(AccountError, match="at least 8"):
-        accounts.create_account(db, "kim", "1234567")
+        accounts.create_account(db, "SAM", "pass-phrase two")
+    with pytest.raises(AccountError, match="at least 10"):
+        accounts.create_account(db, "kim", "123456789")
     with pytest.raises(AccountError, match="at most 256"):
         accounts.create_account(db, "kim", "x" * 257)
-    assert accounts.create_account(db, "kim", "x" * 256).username == "kim"
+    with pytest.raises(AccountError, match="most commonly used"):
+        accounts.create_account(db, "kim", "Password123")
+    assert accounts.create_account(db, "kim", "xy" * 128).username == "kim"
     assert [a.username for a in accounts.list_accounts(db)] == ["kim", "sam"]
+    with pytest.raises(AccountError, match="most commonly used"):
+        accounts.set_password(db, "kim", "qwertyuiop")  # a new password meets the same rules
+    assert accounts.authenticate(db, "kim", "xy" * 128).username == "kim"
+
+
+@pytest.mark.parametrize("password,code", [
+    ("123456789", "password_short"),  # nine characters
+    ("a" + " " * 12 + "b", "password_short"),  # ASVS 2.1.1: a run of spaces counts as one
+    (" " * 12, "password_blank"),
+    ("\t\n " * 5, "password_blank"),
+    ("qwertyuiop", "password_common"),
+    ("  QwertyUIOP  ", "password_common"),  # compared lower-cased, without surrounding spaces
+    ("1q2w3e4r5t", "password_common"),
+    ("basketball", "password_common"),
+    ("x" * 257, "password_long"),
+])
+def test_passwords_that_will_not_do_are_refused_with_the_reason(password, code):
+    with pytest.raises(AccountError) as refused:
+        accounts.check_password(password)
+    assert refused.value.code == code
+    assert str(refused.value) and str(refused.value) != code  # a sentence for the person, not a code
+
+
+@pytest.mark.parametrize("password", ["1234567890a!", "purple tram oboe", "ĐàLạt-mùa-sương", "ten chars!"])
+def test_a_long_enough_uncommon_password_of_any_kind_will_do(password):
+    accounts.check_password(password)  # no rules about kinds of characters (ASVS 2.1.9)
+
+
+def test_the_common_password_list_ships_with_the_project():
+    from tutor import passwords
+
+    common = passwords.common_passwords()
+    assert len(common) > 19_000 and "password" in common and "1q2w3e4r5t" in common
+    assert sum(len(p) >= passwords.PASSWORD_MIN for p in common) > 1_500  # the ones the length rule leaves
 
 
 def test_an_unknown_name_costs_as_much_hashing_as_a_wrong_password(db):
@@ -77,7 +114,7 @@ def test_an_unknown_name_costs_as_much_hashing_as_a_wrong_password(db):
 
 
 def test_a_session_token_is_stored_only_as_its_hash_and_finds_its_account(db):
-    account = accounts.create_account(db, "ria", "password1")
+    account = accounts.create_account(db, "ria", "pass-phrase one")
     token = sessions.create_session(db, account.id, days=14)
     assert len(token) >= 43
     with db.session() as s:
@@ -89,7 +126,7 @@ def test_a_session_token_is_stored_only_as_its_hash_and_finds_its_account(db):
 
 
 def test_sessions_expire_slide_on_use_at_most_once_a_minute_and_end_at_sign_out(db):
-    account = accounts.create_account(db, "lee", "password1")
+    account = accounts.create_account(db, "lee", "pass-phrase one")
     start = utcnow()
     token = sessions.create_session(db, account.id, days=1, now=start)
 
@@ -112,21 +149,21 @@ def test_sessions_expire_slide_on_use_at_most_once_a_minute_and_end_at_sign_out(
 
 
 def test_disabling_or_a_new_password_ends_every_session(db):
-    account = accounts.create_account(db, "max", "password1")
+    account = accounts.create_account(db, "max", "pass-phrase one")
     tokens = [sessions.create_session(db, account.id, days=14) for _ in range(2)]
-    accounts.set_password(db, "max", "password2")
+    accounts.set_password(db, "max", "pass-phrase two")
     assert all(sessions.account_for_token(db, t, days=14) is None for t in tokens)
-    assert accounts.authenticate(db, "max", "password2").id == account.id
+    assert accounts.authenticate(db, "max", "pass-phrase two").id == account.id
     token = sessions.create_session(db, account.id, days=14)
     accounts.set_disabled(db, "max")
     assert sessions.account_for_token(db, token, days=14) is None
     with pytest.raises(AccountError) as refused:
-        accounts.authenticate(db, "max", "password2")
+        accounts.authenticate(db, "max", "pass-phrase two")
     assert refused.value.code == "disabled"
 
 
 def test_identity_from_the_session_cookie_in_accounts_mode(db):
-    account = accounts.create_account(db, "zoe", "password1", role="operator")
+    account = accounts.create_account(db, "zoe", "pass-phrase one", role="operator")
     token = sessions.create_session(db, account.id, days=14)
     who = identity_for_request(db, cookie(token), "203.0.113.9", settings=ACCOUNTS)
     assert isinstance(who, Identity) and who.username == "zoe" and who.is_operator and who.account_id == account.id
@@ -155,7 +192,7 @@ def test_identity_in_header_mode_only_through_a_trusted_proxy(db):
 def test_two_identity_headers_name_nobody(db):
     from starlette.datastructures import Headers
 
-    settings = AuthSettings(mode="header")
+    settings = AuthSettings(mode="header", trusted_proxies=("127.0.0.1",))
     both = Headers(raw=[(b"x-forwarded-user", b"mallory"), (b"x-forwarded-user", b"pat@school.example")])
     assert identity_for_request(db, both, "127.0.0.1", settings=settings) is None
     one = Headers(raw=[(b"x-forwarded-user", b"pat@school.example")])
@@ -170,15 +207,15 @@ def test_identity_in_anonymous_mode_is_the_browser_key():
 
 def test_signing_up_in_the_same_browser_keeps_the_anonymous_learners_conversations(db):
     find_or_create(db, "browser-key-1", "understanding_anxiety", False)
-    first = accounts.create_account(db, "early", "password1", local_key="browser-key-1")
+    first = accounts.create_account(db, "early", "pass-phrase one", local_key="browser-key-1")
     # Someone else using the same browser later cannot take them over.
-    second = accounts.create_account(db, "later", "password1", local_key="browser-key-1")
+    second = accounts.create_account(db, "later", "pass-phrase one", local_key="browser-key-1")
     with db.session() as s:
         learner = s.exec(select(Learner).where(Learner.key == "browser-key-1")).one()
         assert first.learner_id == learner.id and second.learner_id != learner.id
         assert s.exec(select(Conversation).where(Conversation.learner_id == learner.id)).one()
     # An unknown key: a learner of their own.
-    third = accounts.create_account(db, "third", "password1", local_key="never-seen")
+    third = accounts.create_account(db, "third", "pass-phrase one", local_key="never-seen")
     with db.session() as s:
         assert s.get(Learner, third.learner_id).key != "never-seen"
 
@@ -187,17 +224,28 @@ def test_failed_sign_ins_are_limited_per_name_and_address():
     now = [1000.0]
     limit = sessions.FailureLimit(limit=3, window_s=900, clock=lambda: now[0])
     for _ in range(3):
-        assert limit.wait_minutes("ana", "1.2.3.4") == 0
-        limit.failed("ana", "1.2.3.4")
-    assert limit.wait_minutes("ana", "1.2.3.4") == 15
-    assert limit.wait_minutes("ana", "5.6.7.8") == 0 and limit.wait_minutes("bob", "1.2.3.4") == 0
+        assert isinstance(limit.attempt("ana", "1.2.3.4"), Attempt)
+    assert limit.attempt("ana", "1.2.3.4") == Refusal("throttled", 900.0)
+    assert isinstance(limit.attempt("ana", "5.6.7.8"), Attempt) and isinstance(limit.attempt("bob", "1.2.3.4"), Attempt)
     now[0] += 60 * 10 + 1
-    assert limit.wait_minutes("ana", "1.2.3.4") == 5
+    assert limit.attempt("ana", "1.2.3.4").minutes == 5
     now[0] += 60 * 5
-    assert limit.wait_minutes("ana", "1.2.3.4") == 0
-    limit.failed("ana", "1.2.3.4")
-    limit.succeeded("ana", "1.2.3.4")
-    assert limit._failures == {}
+    limit.succeeded(limit.attempt("ana", "1.2.3.4"))
+    assert limit.pair._memory.keys() == {signin_limit._key("bob", "1.2.3.4"), signin_limit._key("ana", "5.6.7.8")}
+
+
+def test_only_a_trusted_proxys_forwarded_address_is_believed():
+    nobody = AuthSettings()  # the default: no proxy is trusted, loopback included
+    assert nobody.trusted_proxies == () and not nobody.trusts("127.0.0.1") and not nobody.trusts("::1")
+    assert nobody.client_address("203.0.113.5", "127.0.0.1") == "127.0.0.1"
+    proxy = AuthSettings(trusted_proxies=("127.0.0.1", "10.0.0.0/8"))
+    assert proxy.client_address("203.0.113.5", "127.0.0.1") == "203.0.113.5"
+    # The nearest address no trusted proxy holds: whatever the client wrote further left is not.
+    assert proxy.client_address("198.51.100.1, 203.0.113.5, 10.1.1.1", "127.0.0.1") == "203.0.113.5"
+    assert proxy.client_address("203.0.113.5", "192.0.2.9") == "192.0.2.9"  # not from the proxy
+    assert proxy.client_address("", "127.0.0.1") == "127.0.0.1"
+    assert proxy.client_address("not-an-address", "127.0.0.1") == "127.0.0.1"
+    assert proxy.client_address("2001:DB8::0:1", "10.0.0.1") == "2001:db8::1"
 
 
 @pytest.mark.parametrize("target,expected", [
@@ -210,7 +258,9 @@ def test_only_same_site_paths_are_followed_after_sign_in(target, expected):
 
 
 def test_settings_name_the_variable_and_a_value_that_works():
-    assert AuthSettings.from_env({}) == AuthSettings()
+    assert AuthSettings.from_env({}) == AuthSettings() and AuthSettings.from_env({}).trusted_proxies == ()
+    with pytest.raises(ValueError, match="TUTOR_TRUSTED_PROXIES=127.0.0.1"):
+        AuthSettings.from_env({"TUTOR_AUTH": "header"})  # believing nobody, header mode would sign nobody in
     got = AuthSettings.from_env({"TUTOR_AUTH": "Header", "TUTOR_AUTH_HEADER": "Remote-User",
                                  "TUTOR_TRUSTED_PROXIES": "10.0.0.0/8", "TUTOR_OPERATORS": "Alice, bob",
                                  "TUTOR_SESSION_DAYS": "2"})
@@ -232,6 +282,7 @@ def fresh_auth_settings():
 
 def test_a_running_server_reads_its_sign_in_settings_once(monkeypatch, fresh_auth_settings):
     monkeypatch.setenv("TUTOR_AUTH", "header")
+    monkeypatch.setenv("TUTOR_TRUSTED_PROXIES", "127.0.0.1")
     monkeypatch.setenv("TUTOR_SESSION_RECHECK", "5")
     first = fresh_auth_settings()
     assert (first.mode, first.recheck_s) == ("header", 5)

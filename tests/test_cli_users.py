@@ -53,9 +53,11 @@ def test_create_list_set_password_disable(db_url, monkeypatch, capsys):
 def test_refusals_say_why_and_change_nothing(db_url, monkeypatch, capsys):
     assert run(monkeypatch, ["create", "x", "--password-stdin"], "long enough\n") == 1
     assert run(monkeypatch, ["create", "amy", "--password-stdin"], "short\n") == 1
+    assert run(monkeypatch, ["create", "amy", "--password-stdin"], "Password123\n") == 1  # a common one
     assert run(monkeypatch, ["disable", "nobody"]) == 1
     err = capsys.readouterr().err
-    assert "3–32 characters" in err and "at least 8" in err and "no account called 'nobody'" in err
+    assert "3–32 characters" in err and "at least 10" in err and "no account called 'nobody'" in err
+    assert "most commonly used" in err
     assert run(monkeypatch, ["list"]) == 0
     assert "no accounts yet" in capsys.readouterr().out
 

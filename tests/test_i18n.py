@@ -400,7 +400,8 @@ def test_the_sign_in_pages_errors_read_in_vietnamese():
 
     assert message_for("throttled", 3) == "Too many attempts — try again in 3 minutes."
     assert localize(message_for("throttled", 3), "vi") == "Bạn đã thử quá nhiều lần — hãy thử lại sau 3 phút."
-    assert localize(message_for("password_short"), "vi") == "Mật khẩu cần có ít nhất 8 ký tự."
+    assert localize(message_for("password_short"), "vi") == "Mật khẩu cần có ít nhất 10 ký tự."
+    assert localize(message_for("signups", 90), "vi").endswith("sau 1 giờ 30 phút.")
 
 
 @pytest.mark.parametrize("language", ["en", "vi", "fr"])

@@ -26,8 +26,8 @@ SITE = "http://testserver"
 @pytest.fixture
 def client(store, monkeypatch) -> TestClient:
     monkeypatch.setenv("TUTOR_AUTH", "accounts")
-    accounts.create_account(store, "olga", "password1", role="operator")
-    ana = accounts.create_account(store, "ana", "password1")
+    accounts.create_account(store, "olga", "pass-phrase one", role="operator")
+    ana = accounts.create_account(store, "ana", "pass-phrase one")
     engine = Engine(store, make_provider(LLMSettings()), LIBRARY, LLMSettings())
     key = accounts.identity_of(store, ana).learner_key
 
@@ -82,8 +82,9 @@ def test_in_header_mode_a_second_identity_header_gets_no_file(store, monkeypatch
 
     monkeypatch.setenv("TUTOR_AUTH", "header")
     monkeypatch.setenv("TUTOR_OPERATORS", "olga")
+    monkeypatch.setenv("TUTOR_TRUSTED_PROXIES", "127.0.0.1")
     auth_settings.cache_clear()
-    try:  # the request comes from 127.0.0.1, a trusted proxy by default
+    try:  # the request comes from 127.0.0.1, the trusted proxy
         client = TestClient(operator_api(store, LIBRARY), base_url=SITE, follow_redirects=False,
                             client=("127.0.0.1", 50000))
         alone = client.get("/operator/progress.csv", headers={"x-forwarded-user": "olga"})

@@ -102,9 +102,11 @@ def test_behind_a_proxy_the_public_address_and_a_trusted_forwarded_host_are_the_
             pass
     from tutor.accounts import AuthSettings
 
-    settings = AuthSettings.from_env({})
+    settings = AuthSettings.from_env({"TUTOR_TRUSTED_PROXIES": "127.0.0.1"})
     assert settings.origin_allowed("https://a.example", "app:3000", "a.example", "127.0.0.1")  # trusted proxy
     assert not settings.origin_allowed("https://a.example", "app:3000", "a.example", "203.0.113.9")  # not trusted
+    # By default no proxy is trusted, loopback included: its X-Forwarded-Host is not believed.
+    assert not AuthSettings.from_env({}).origin_allowed("https://a.example", "app:3000", "a.example", "127.0.0.1")
 
 
 def test_a_wrong_public_address_names_the_setting() -> None:

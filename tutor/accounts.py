@@ -27,12 +27,13 @@ from sqlmodel import select
 
 from tutor import sessions
 from tutor.i18n import N_, Phrase
+from tutor.passwords import PASSWORD_MAX, PASSWORD_MIN, password_problem
 from tutor.store import Account, Learner, Store, utcnow
+from tutor.usage import in_words
 
 MODES = ("accounts", "header", "anonymous")
 USERNAME_RE = re.compile(r"[a-z0-9._-]{3,32}")
 HEADER_USERNAME_RE = re.compile(r"[a-z0-9._@+-]{1,64}")  # proxies name people by e-mail too
-PASSWORD_MIN, PASSWORD_MAX = 8, 256
 
 # What the sign-in and sign-up pages say for each error code (?error=CODE); the pages show
 # them in TUTOR_LANGUAGE (tutor/locales).
@@ -43,8 +44,15 @@ MESSAGES = {
     "username_taken": N_("That username is taken. Please choose another one."),
     "password_short": N_("Passwords need at least {least} characters."),
     "password_long": N_("Passwords can have at most {most} characters."),
+    "password_blank": N_("A password can't be only spaces."),
+    "password_common": N_("That password is one of the most commonly used, so it is easy to guess. Please choose "
+                          "another one: a few words that don't belong together make a good password."),
     "disabled": N_("This account is switched off. Please ask whoever runs this Tutor."),
     "throttled": N_("Too many attempts — try again in {minutes} minutes."),
+    "account_locked": N_("This account had too many wrong passwords, so signing in to it is paused for "
+                         "{minutes} minutes to keep it safe. If it is yours, try again then — the password "
+                         "still protects it."),
+    "signups": N_("Too many accounts have been created from this network today. You can create one in {wait}."),
     "unavailable": N_("Tutor is unavailable right now. Please try again in a few minutes."),
     "proxy": N_("This Tutor signs people in through your organisation's sign-in service, and this "
                 "visit did not come through it. Please open Tutor from its usual address."),
@@ -54,7 +62,9 @@ MESSAGES = {
 def message_for(code: str, minutes: int = 15) -> str:
     """The words for an error code, in English (a Phrase: `localize` words it in a language)."""
     text = MESSAGES.get(code, "")
-    return Phrase(text, minutes=max(1, minutes), least=PASSWORD_MIN, most=PASSWORD_MAX) if text else ""
+    minutes = max(1, minutes)
+    return Phrase(text, minutes=minutes, wait=in_words(minutes * 60), least=PASSWORD_MIN,
+                  most=PASSWORD_MAX) if text else ""
 
 
 class AccountError(Exception):
@@ -81,7 +91,10 @@ class Identity:
 class AuthSettings:
     mode: str = "accounts"
     header: str = "x-forwarded-user"  # lower-case, as headers are compared
-    trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
+    # TUTOR_TRUSTED_PROXIES: the only peers whose X-Forwarded-For / -Host and identity
+    # header are believed. Default none, in every mode: loopback is not special (another
+    # program on the same machine, or a proxy that passes the client's own headers on).
+    trusted_proxies: tuple[str, ...] = ()
     operators: frozenset[str] = field(default_factory=frozenset)
     session_days: float = 14.0
     # An open tab's session is confirmed again at its next send once this many seconds
@@ -105,13 +118,16 @@ class AuthSettings:
             days = 0.0
         if not 0 < days <= 3650:
             raise ValueError(f"TUTOR_SESSION_DAYS={raw_days!r} is not a number of days: set e.g. TUTOR_SESSION_DAYS=14")
-        proxies = tuple(p.strip() for p in (env.get("TUTOR_TRUSTED_PROXIES") or "127.0.0.1,::1").split(",") if p.strip())
+        proxies = tuple(p.strip() for p in (env.get("TUTOR_TRUSTED_PROXIES") or "").split(",") if p.strip())
         for proxy in proxies:
             try:
                 ipaddress.ip_network(proxy, strict=False)
             except ValueError:
                 raise ValueError(f"TUTOR_TRUSTED_PROXIES has {proxy!r}, which is not an address or network: "
                                  "set e.g. TUTOR_TRUSTED_PROXIES=127.0.0.1,10.0.0.0/8") from None
+        if mode == "header" and not proxies:
+            raise ValueError("TUTOR_AUTH=header believes TUTOR_AUTH_HEADER only from TUTOR_TRUSTED_PROXIES, which "
+                             "is empty: set it to your sign-in proxy's address, e.g. TUTOR_TRUSTED_PROXIES=127.0.0.1")
         operators = frozenset(n.strip().lower() for n in (env.get("TUTOR_OPERATORS") or "").split(",") if n.strip())
         header = (env.get("TUTOR_AUTH_HEADER") or "X-Forwarded-User").strip().lower()
         public = tuple(_origin(url) for url in (env.get("TUTOR_PUBLIC_URL") or "").split(",") if url.strip())
@@ -127,6 +143,20 @@ class AuthSettings:
 
     def trusts(self, client_host: str) -> bool:
         return _trusted(self.trusted_proxies, client_host)
+
+    def client_address(self, forwarded_for: str, direct: str) -> str:
+        """Where a request came from: the direct peer, or — when the peer is a trusted proxy —
+        the nearest X-Forwarded-For address that is not one of the trusted proxies (each
+        proxy appends the address it saw; anything further left the client may have written)."""
+        if not self.trusts(direct):
+            return direct
+        for hop in reversed([a.strip() for a in (forwarded_for or "").split(",") if a.strip()]):
+            if not self.trusts(hop):
+                try:
+                    return ipaddress.ip_address(hop.removeprefix("[").removesuffix("]")).compressed
+                except ValueError:
+                    return direct  # not an address: not a proxy's entry
+        return direct
 
     def origin_allowed(self, origin: str, host: str, forwarded_host: str, client_host: str) -> bool:
         """Whether a page of `origin` is this site's own: the host the browser asked for (the
@@ -199,10 +229,10 @@ def check_username(name: str) -> str:
 
 
 def check_password(password: str) -> None:
-    if len(password or "") < PASSWORD_MIN:
-        raise AccountError("password_short")
-    if len(password) > PASSWORD_MAX:
-        raise AccountError("password_long")
+    """AccountError for a password that will not do (tutor.passwords: length, blank, common)."""
+    problem = password_problem(password)
+    if problem:
+        raise AccountError(problem)
 
 
 def hash_password(password: str) -> str:

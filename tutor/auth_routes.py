@@ -16,10 +16,14 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tutor import dbfaults, sessions
-from tutor.accounts import AccountError, AuthSettings, authenticate, create_account, normalise_username, safe_next
+from tutor.accounts import (AccountError, AuthSettings, authenticate, check_password, check_username, create_account,
+                            normalise_username, safe_next)
+from tutor.signin_limit import Refusal, SignupLimit
 
 log = logging.getLogger(__name__)
-LIMIT = sessions.FailureLimitFromEnv()  # in Redis when TUTOR_REDIS_URL is set; built on first use
+# Built on first use from the environment; in Redis when TUTOR_REDIS_URL is set (tutor.signin_limit).
+LIMIT = sessions.FailureLimitFromEnv()  # failed sign-ins per (name, address) and per name
+SIGNUPS = sessions.FailureLimitFromEnv(kind=SignupLimit)  # new accounts per address and day
 
 REFUSED = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Tutor</title></head>
 <body><main><h1>That form could not be sent</h1>
@@ -37,9 +41,10 @@ def _store(request: Request):
 
 
 def client_address(request: Request, settings: AuthSettings) -> str:
+    """The direct peer, or the address a TUTOR_TRUSTED_PROXIES proxy forwarded (every copy
+    of X-Forwarded-For, in order: a proxy may add a header of its own after the client's)."""
     direct = request.client.host if request.client else ""
-    forwarded = [a.strip() for a in request.headers.get("x-forwarded-for", "").split(",") if a.strip()]
-    return forwarded[-1] if forwarded and settings.trusts(direct) else direct
+    return settings.client_address(",".join(request.headers.getlist("x-forwarded-for")), direct)
 
 
 def same_origin(request: Request, settings: AuthSettings) -> bool:
@@ -108,28 +113,35 @@ async def _session_for(request: Request, store, account_id: int, post: _Post) ->
     return await store.run(_signed_in, request, account_id, post.next_path, post.settings, store)
 
 
+def _refused(page: str, refusal: Refusal, post: _Post) -> Response:
+    return _back(page, refusal.code, post.username, post.next_path, minutes=refusal.minutes)
+
+
 async def signin(request: Request) -> Response:
     post = await _post(request, "/signin")
     if isinstance(post, Response):
         return post
     username, next_path = post.username, post.next_path
     name, address = normalise_username(username), client_address(request, post.settings)
-    # The failure count may be in Redis (a network call): off the event loop, like the rest.
-    wait = await asyncio.to_thread(LIMIT.wait_minutes, name, address)
-    if wait:
-        return _back("/signin", "throttled", username, next_path, minutes=wait)
+    # The try is counted before the password is checked, in one step with the check of the
+    # count (parallel guesses cannot all pass it); it may be in Redis: off the event loop.
+    attempt = await asyncio.to_thread(LIMIT.attempt, name, address)
+    if isinstance(attempt, Refusal):
+        return _refused("/signin", attempt, post)
+    account = None
     try:
         store = _store(request)
         account = await store.run(authenticate, store, username, post.password)
         response = await _session_for(request, store, account.id, post)
     except AccountError as refusal:
-        if refusal.code == "credentials":
-            await asyncio.to_thread(LIMIT.failed, name, address)
+        if refusal.code != "credentials":  # a right password for a switched-off account
+            await asyncio.to_thread(LIMIT.succeeded, attempt)
         return _back("/signin", refusal.code, username, next_path)
     except dbfaults.DatabaseUnavailable as fault:
         dbfaults.report(fault, log, "sign-in")
+        await asyncio.to_thread(LIMIT.checked_nothing if account is None else LIMIT.succeeded, attempt)
         return _back("/signin", "unavailable", username, next_path)
-    await asyncio.to_thread(LIMIT.succeeded, name, address)
+    await asyncio.to_thread(LIMIT.succeeded, attempt)
     return response
 
 
@@ -139,6 +151,18 @@ async def signup(request: Request) -> Response:
         return post
     username, next_path = post.username, post.next_path
     try:
+        # What the form alone can tell comes first and costs nothing; what needs the
+        # database (made, or "username taken") takes one of the address's sign-ups a day.
+        check_username(username)
+        check_password(post.password)
+    except AccountError as refusal:
+        return _back("/signup", refusal.code, username, next_path)
+    address = client_address(request, post.settings)
+    ticket = await asyncio.to_thread(SIGNUPS.attempt, address)
+    if isinstance(ticket, Refusal):
+        return _refused("/signup", ticket, post)
+    account = None
+    try:
         store = _store(request)
         account = await store.run(create_account, store, username, post.password,
                                   local_key=post.form.get("local_key", ""))
@@ -147,6 +171,8 @@ async def signup(request: Request) -> Response:
         return _back("/signup", refusal.code, username, next_path)
     except dbfaults.DatabaseUnavailable as fault:
         dbfaults.report(fault, log, "sign-up")
+        if account is None:  # nothing made, nothing learnt: the sign-up is given back
+            await asyncio.to_thread(SIGNUPS.checked_nothing, address, ticket)
         return _back("/signup", "unavailable", username, next_path)
     return response
 

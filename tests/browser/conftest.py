@@ -67,14 +67,15 @@ def app(apps: AppPool) -> RunningApp:
 @pytest.fixture
 def accounts_app(apps: AppPool) -> RunningApp:
     """The app with the built-in tutor and sign-in by username and password."""
-    return apps.use("accounts", TUTOR_AUTH="accounts", TUTOR_SESSION_RECHECK="0")
+    # Every test signs people up from 127.0.0.1: more than a day's sign-ups for one address.
+    return apps.use("accounts", TUTOR_AUTH="accounts", TUTOR_SESSION_RECHECK="0", TUTOR_SIGNUPS_PER_DAY="1000")
 
 
 @pytest.fixture
 def header_app(apps: AppPool) -> RunningApp:
     """The app behind a pretend sign-in proxy: the browser itself sends X-Forwarded-User
-    from 127.0.0.1, a trusted address."""
-    return apps.use("header", TUTOR_AUTH="header", TUTOR_OPERATORS="alice")
+    from 127.0.0.1, made a trusted address (by default none is)."""
+    return apps.use("header", TUTOR_AUTH="header", TUTOR_OPERATORS="alice", TUTOR_TRUSTED_PROXIES="127.0.0.1")
 
 
 def screen_finds_nothing(request) -> Scripted | None:
