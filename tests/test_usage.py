@@ -247,3 +247,96 @@ def test_a_redis_that_hangs_lets_a_turn_through_after_the_timeout_not_never():
         assert time.monotonic() - started < usage.REDIS_TIMEOUT_S / 2
     finally:
         hanging.close()
+
+
+# ------------------------------------------------------- anonymous: per address too
+
+
+def test_a_new_browser_key_from_the_same_address_gets_no_fresh_turns(make):
+    limits = make(turns_per_minute=2, daily_tokens=0, conversations_per_day=0)
+
+    async def scenario():
+        limits.seen_at("key-1", "203.0.113.5")
+        await limits.admit_turn("key-1")
+        await limits.admit_turn("key-1")
+        limits.seen_at("key-2", "203.0.113.5")  # "Start fresh", or a private window: a new key
+        refused = await _refusal(limits.admit_turn("key-2"))
+        limits.seen_at("key-3", "198.51.100.9")  # another address is not held back
+        await limits.admit_turn("key-3")
+        await limits.admit_turn("key-4")  # a key whose address is unknown (accounts): its own count
+        return refused
+
+    refused = run(scenario())
+    assert refused.rule == "turns" and 0 < _seconds(refused.message) <= 60
+
+
+def test_tokens_and_new_conversations_count_per_address_too(make):
+    limits = make(turns_per_minute=0, daily_tokens=1000, conversations_per_day=2)
+
+    async def scenario():
+        limits.seen_at("key-1", "203.0.113.5")
+        await limits.spend_tokens("key-1", 1000)
+        await limits.admit_conversation("key-1", refusable=False)
+        await limits.admit_conversation("key-1", refusable=False)
+        limits.seen_at("key-2", "203.0.113.5")
+        tokens = await _refusal(limits.admit_turn("key-2"))
+        opening = await _refusal(limits.check_tokens("key-2"))
+        limits.seen_at("key-3", "198.51.100.9")
+        await limits.admit_turn("key-3")
+        await limits.admit_conversation("key-3")
+        limits.seen_at("key-3", "203.0.113.5")  # the same browser, moved to the first address
+        moved = await _refusal(limits.admit_turn("key-3"))
+        return tokens, opening, moved
+
+    tokens, opening, moved = run(scenario())
+    assert tokens.rule == opening.rule == moved.rule == "tokens"
+
+
+def test_a_new_browser_key_gets_no_fresh_conversations_from_the_same_address(make):
+    limits = make(turns_per_minute=0, daily_tokens=0, conversations_per_day=2)
+
+    async def scenario():
+        limits.seen_at("key-1", "203.0.113.5")
+        await limits.admit_conversation("key-1")
+        await limits.admit_conversation("key-1")
+        limits.seen_at("key-2", "203.0.113.5")
+        return await _refusal(limits.admit_conversation("key-2"))
+
+    assert run(scenario()).rule == "conversations"
+
+
+def test_start_over_is_refused_once_todays_tokens_are_spent(make):
+    limits = make(turns_per_minute=0, daily_tokens=500, conversations_per_day=20)
+
+    async def scenario():
+        await limits.spend_tokens("ada", 500)
+        await limits.admit_conversation("ada", refusable=False)  # a module's first: never refused
+        return await _refusal(limits.admit_conversation("ada"))
+
+    assert run(scenario()).rule == "tokens"
+
+
+def test_the_addresses_kept_are_bounded(monkeypatch):
+    monkeypatch.setattr(usage, "PLACES_MAX", 3)
+    limits = UsageLimits(UsageSettings())
+    for n in range(10):
+        limits.seen_at(f"key-{n}", f"203.0.113.{n}")
+    limits.seen_at("key-7", "203.0.113.77")  # seen again: the most recent
+    assert list(limits._places) == ["key-8", "key-9", "key-7"]
+
+
+def test_an_operator_may_give_one_address_several_learners_allowance(make):
+    limits = make(turns_per_minute=2, daily_tokens=0, conversations_per_day=0, learners_per_address=2)
+
+    async def scenario():
+        for key in ("kiosk-1", "kiosk-2"):  # two kiosks behind one address: two learners' turns
+            limits.seen_at(key, "203.0.113.5")
+            await limits.admit_turn(key)
+            await limits.admit_turn(key)
+        limits.seen_at("kiosk-3", "203.0.113.5")
+        return await _refusal(limits.admit_turn("kiosk-3"))
+
+    assert run(scenario()).rule == "turns"
+    assert UsageSettings.from_env({"TUTOR_ANONYMOUS_LEARNERS_PER_ADDRESS": "30"}).learners_per_address == 30
+    with pytest.raises(ConfigError, match="TUTOR_ANONYMOUS_LEARNERS_PER_ADDRESS"):
+        UsageSettings.from_env({"TUTOR_ANONYMOUS_LEARNERS_PER_ADDRESS": "0"})

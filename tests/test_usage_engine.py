@@ -106,12 +106,34 @@ def test_daily_tokens_are_the_learners_and_survive_start_over(store):
         assert "today's limit" in refused.value.message and "carry on in" in refused.value.message
         assert refused.value.message.rstrip().endswith("saved.")
 
-        fresh = run(engine.open("bo", MODULE, new=True, defer_opening=True))  # start over
-        assert fresh.id != conv.id
+        # Start over would open with a model call: refused too, and the conversation kept.
         with pytest.raises(InputError, match="today's limit"):
-            run(engine.accept(fresh.id, LearnerInput(text="Let's begin again")))
-        assert learner_texts(store, fresh.id) == []
+            run(engine.open("bo", MODULE, new=True))
+        assert run(engine.open("bo", MODULE, defer_opening=True)).id == conv.id
         assert len(server.requests) == 2
+
+
+def test_a_new_conversations_opening_turn_waits_once_todays_tokens_are_spent(store, monkeypatch):
+    """The opening turn is a model call the learner causes: the page asks for it only while
+    tokens are left (tutor.chat_history.read_conversation, as the chat page reads it)."""
+    from tutor import chat_history, runtime
+
+    with FakeLLMServer("openai") as server:
+        answer_everything(server)
+        engine = limited_engine(store, server, daily_tokens=REPLY_TOKENS, turns_per_minute=0)
+        monkeypatch.setattr(runtime, "_engine", engine)  # the app's engine, as the page finds it
+        view, _ = run(chat_history.read_conversation("fay", MODULE, "en"))
+        assert view.awaiting_reply and view.messages == []  # the opening is owed: tokens left, so asked
+        run(engine.respond_pending(view.id))
+        assert len(server.requests) == 1 and run(engine.usage.tokens_left("fay")) == 0
+        other = next(m for m in engine.library.modules if m != MODULE)
+        with pytest.raises(InputError, match="today's limit"):
+            run(chat_history.read_conversation("fay", other, "en"))
+        with pytest.raises(InputError, match="today's limit"):
+            run(engine.open("fay", MODULE, new=True, defer_opening=True))  # start over
+        assert len(server.requests) == 1  # neither opening asked the model
+        # Another learner's openings are not held back.
+        assert run(chat_history.read_conversation("gil", other, "en"))[0].awaiting_reply
 
 
 def test_the_built_in_tutor_spends_no_tokens(store):

@@ -54,12 +54,24 @@ class TutorState(rx.State):
         who = None
         if settings.mode == "anonymous":
             who = identity_for_request(None, raw, client, local_key=local_key, settings=settings)
+            self.note_place(local_key)
         else:
             store = get_engine().store
             who = await store.run(identity_for_request, store, raw, client, local_key=local_key, settings=settings)
         self.auth_mode = settings.mode
         self.signed_in_as = who.username if who else ""
         return who
+
+    def note_place(self, learner_key: str) -> None:
+        """Anonymous mode: where this browser is (the socket's peer, or the address a
+        TUTOR_TRUSTED_PROXIES proxy forwarded), so the usage limits count per address too
+        and a fresh browser key from the same place brings no fresh allowance."""
+        usage = get_engine().usage
+        if usage is None or not learner_key:
+            return
+        headers = self.router.headers.raw_headers.items()
+        forwarded = ",".join(v for k, v in headers if k.lower() == "x-forwarded-for")
+        usage.seen_at(learner_key, auth_settings().client_address(forwarded, self.router.session.client_ip))
 
     async def signed_in_learner(self) -> tuple[str, rx.event.EventSpec | None]:
         """(learner key, None), or ("", a redirect to the sign-in page) when nobody is."""

@@ -1,14 +1,17 @@
 """The chat page's history as plain data, for the Reflex state (tutor.state) to hold: the
 learner's conversation read and its messages rendered in a worker thread, so a long
 conversation's markdown never holds up the event loop; and which forms of the latest
-reply are still open, for the learner's next turn to close."""
+reply are still open, for the learner's next turn to close. A new conversation's opening
+turn is refused (InputError) once the learner has spent today's tokens."""
 
 from __future__ import annotations
 
 import asyncio
 
+from tutor.conversations import InputError
 from tutor.display import MessageItem, closed_forms, message_item
 from tutor.runtime import get_engine
+from tutor.usage import LimitReached
 from tutor.views import ConversationView, MessageView
 
 __all__ = ["message_items", "open_forms", "read_conversation"]
@@ -17,7 +20,15 @@ __all__ = ["message_items", "open_forms", "read_conversation"]
 async def read_conversation(key: str, module_id: str, language: str) -> tuple[ConversationView, list[MessageItem]]:
     """The learner's conversation in the module (made if new), its history rendered in a
     worker thread: a long conversation's markdown never holds up the event loop."""
-    view = await get_engine().open(key, module_id, defer_opening=True)
+    engine = get_engine()
+    view = await engine.open(key, module_id, defer_opening=True)
+    if view.awaiting_reply and not view.messages and engine.usage is not None:
+        # The opening turn is a model call the learner causes: not once today's tokens are
+        # spent (the conversation waits, empty, for tomorrow's allowance).
+        try:
+            await engine.usage.check_tokens(key)
+        except LimitReached as spent:
+            raise InputError(spent.message) from None
     return view, await asyncio.to_thread(message_items, view.messages, language)
 
 

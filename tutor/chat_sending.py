@@ -99,6 +99,8 @@ class ChatSending(rx.State, mixin=True):
             return type(self).load if self.load_error == self._t(dbfaults.UNAVAILABLE) else None
         if not await self.still_signed_in():  # expired, signed out elsewhere, or disabled
             return self._refuse(form_key, client_id, SIGNED_OUT)
+        if self.auth_mode == "anonymous":  # limits per address too, counted by this process
+            self.note_place(self.learner_key)
         try:
             pending = await get_engine().accept(self.conversation_id, learner_input, client_id or None, self.language)
         except InputError as exc:

@@ -142,7 +142,7 @@ class ChatState(ChatSending, TutorState):
             key, module_id, language = self._opening_key, self.module_id, self.language
         try:
             view, items = await read_conversation(key, module_id, language)
-        except dbfaults.DatabaseUnavailable as fault:
+        except (dbfaults.DatabaseUnavailable, InputError) as fault:
             async with self:
                 if (self.module_id, self._opening_key, self.loaded) == (module_id, key, False):
                     self._unavailable(fault, module_id)
@@ -162,7 +162,7 @@ class ChatState(ChatSending, TutorState):
             try:
                 away = self._show_conversation(*await read_conversation(self._opening_key, self.module_id,
                                                                         self.language))
-            except dbfaults.DatabaseUnavailable as fault:
+            except (dbfaults.DatabaseUnavailable, InputError) as fault:
                 self._unavailable(fault, self.module_id)
         return away
 
@@ -178,9 +178,12 @@ class ChatState(ChatSending, TutorState):
             return ChatState.respond
         return None
 
-    def _unavailable(self, fault: dbfaults.DatabaseUnavailable, module_id: str) -> None:
-        dbfaults.report(fault, log, f"chat page for {module_id}")
-        self.load_error = self._t(dbfaults.UNAVAILABLE)  # sending loads the page again (see _accept)
+    def _unavailable(self, fault: dbfaults.DatabaseUnavailable | InputError, module_id: str) -> None:
+        if isinstance(fault, InputError):  # today's tokens spent: no opening turn until tomorrow
+            self.load_error = self._t(fault.message)
+        else:
+            dbfaults.report(fault, log, f"chat page for {module_id}")
+            self.load_error = self._t(dbfaults.UNAVAILABLE)  # sending loads the page again (see _accept)
         self.loaded = True
 
     def _t(self, message: str, /, **params: Any) -> str:

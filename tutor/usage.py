@@ -4,13 +4,17 @@ per day — and the settings of the process-wide cap on model calls (tutor.llm.g
 One place for each rule, counted with the `limits` library: in this process's memory, or
 in Redis when `TUTOR_REDIS_URL` is set, so every worker counts against the same numbers.
 Limits are per learner (their key, hashed), never per conversation: starting over does
-not give a learner a fresh token budget.
+not give a learner a fresh token budget. In anonymous mode a learner is only a key their
+browser made, so the web layer also tells where each key was last seen (`seen_at`): every
+rule then counts per address too, and a new key from the same address in the same window
+gets no fresh allowance.
 
 - turns: a moving window of one minute, checked (and counted) when a learner message or
   form is accepted, before it is stored and before any model call;
 - tokens: a daily window counting each model call's tokens_in + tokens_out (as in the
   audit rows; the built-in tutor makes no model calls and spends none); once spent, new
-  turns are refused until the window resets;
+  turns are refused until the window resets, and so are "start over" and a conversation's
+  opening turn (`check_tokens`), which call the model too;
 - conversations: a moving window of a day; "start over" beyond it is refused (a module's
   first conversation is always allowed, and counted).
 
@@ -44,6 +48,7 @@ __all__ = ["LimitReached", "UsageLimits", "UsageSettings", "in_words"]
 log = logging.getLogger(__name__)
 
 WARN_EVERY_S = 30.0  # one warning per this many seconds while the counting store is down
+PLACES_MAX = 100_000  # anonymous learners whose address is kept (the oldest go first)
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,10 @@ class UsageSettings:
     turns_per_minute: int = 12  # 0: no limit
     daily_tokens: int = 200_000  # 0: no limit
     conversations_per_day: int = 20  # 0: no limit
+    # Anonymous mode: how many learners' allowance one address has (a new browser key from
+    # the same address shares it). 1: none more than one learner's; raise it for a room of
+    # kiosks behind one address.
+    learners_per_address: int = 1
     # Per process: high enough that a class never queues on a hosted API; lower it to what
     # a self-hosted model server runs in parallel (llama.cpp's --parallel).
     model_calls_in_flight: int = 100  # 0: no cap
@@ -69,6 +78,8 @@ class UsageSettings:
             turns_per_minute=get.integer("TUTOR_TURNS_PER_MINUTE", cls.turns_per_minute, low=0),
             daily_tokens=get.integer("TUTOR_DAILY_TOKENS", cls.daily_tokens, low=0),
             conversations_per_day=get.integer("TUTOR_CONVERSATIONS_PER_DAY", cls.conversations_per_day, low=0),
+            learners_per_address=get.integer("TUTOR_ANONYMOUS_LEARNERS_PER_ADDRESS", cls.learners_per_address,
+                                             low=1),
             model_calls_in_flight=get.integer("TUTOR_MODEL_CALLS_IN_FLIGHT", cls.model_calls_in_flight, low=0),
             redis_url=redis_url,
         )
@@ -125,7 +136,36 @@ class UsageLimits:
         self._tokens = RateLimitItemPerDay(s.daily_tokens, namespace="tutor-tokens") if s.daily_tokens else None
         self._conversations = (RateLimitItemPerDay(s.conversations_per_day, namespace="tutor-conversations")
                                if s.conversations_per_day else None)
+        # Anonymous mode, per address: as many learners' allowance as TUTOR_ANONYMOUS_LEARNERS_PER_ADDRESS.
+        n = s.learners_per_address
+        self._address_turns = (RateLimitItemPerMinute(s.turns_per_minute * n, namespace="tutor-turns-address")
+                               if s.turns_per_minute else None)
+        self._address_tokens = (RateLimitItemPerDay(s.daily_tokens * n, namespace="tutor-tokens-address")
+                                if s.daily_tokens else None)
+        self._address_conversations = (
+            RateLimitItemPerDay(s.conversations_per_day * n, namespace="tutor-conversations-address")
+            if s.conversations_per_day else None)
         self._outage = RedisOutage(log, "usage limits not counted")
+        self._places: dict[str, str] = {}  # anonymous learner key -> the address it was last seen at
+        self._places_lock = threading.Lock()
+
+    def seen_at(self, learner_key: str, address: str) -> None:
+        """Anonymous mode: this learner's browser is at `address`; from now on every rule
+        counts for the address as well as for the key (the web layer calls this at each
+        page load and send, in the process that then admits the turn)."""
+        if not learner_key or not address:
+            return
+        with self._places_lock:
+            self._places.pop(learner_key, None)  # most recent last, so the oldest go first
+            self._places[learner_key] = address
+            if len(self._places) > PLACES_MAX:
+                del self._places[next(iter(self._places))]
+
+    def _counts(self, learner_key: str, item: Any, address_item: Any) -> list[tuple[Any, str]]:
+        """The counts a learner's use goes to: theirs, and their address's when known."""
+        address = self._places.get(learner_key)
+        counts = [(item, hashed_key(learner_key))]
+        return counts + [(address_item, hashed_key("address:" + address))] if address else counts
 
     # --------------------------------------------------------------------- rules
 
@@ -142,33 +182,53 @@ class UsageLimits:
         message (tutor.conversations.accept), which admits the turn inside its transaction —
         after finding a resend already stored (never counted, never refused) and before
         storing anything (a refused message is not stored)."""
-        who = hashed_key(learner_key)
-        if self._tokens is not None and not self._call(self._fixed.test, self._tokens, who):
-            wait = self._wait(self._call(self._fixed.get_window_stats, self._tokens, who))
-            raise LimitReached("tokens", Phrase(TOKENS_TEXT, wait=in_words(wait)), wait)
-        if self._turns is not None and not self._call(self._moving.hit, self._turns, who):
-            wait = self._wait(self._call(self._moving.get_window_stats, self._turns, who))
-            raise LimitReached("turns", Phrase(TURNS_TEXT, wait=in_words(wait)), wait)
+        self.check_tokens_now(learner_key)
+        if self._turns is None:
+            return
+        for item, who in self._counts(learner_key, self._turns, self._address_turns):
+            if not self._call(self._moving.hit, item, who):
+                wait = self._wait(self._call(self._moving.get_window_stats, item, who))
+                raise LimitReached("turns", Phrase(TURNS_TEXT, wait=in_words(wait)), wait)
+
+    async def check_tokens(self, learner_key: str) -> None:
+        """Raise LimitReached when the learner (or, anonymous, their address) has spent
+        today's tokens: before any model call a learner causes outside a turn (an opening)."""
+        if self._remote:
+            await asyncio.to_thread(self.check_tokens_now, learner_key)
+        else:
+            self.check_tokens_now(learner_key)
+
+    def check_tokens_now(self, learner_key: str) -> None:
+        if self._tokens is None:
+            return
+        for item, who in self._counts(learner_key, self._tokens, self._address_tokens):
+            if not self._call(self._fixed.test, item, who):
+                wait = self._wait(self._call(self._fixed.get_window_stats, item, who))
+                raise LimitReached("tokens", Phrase(TOKENS_TEXT, wait=in_words(wait)), wait)
 
     async def spend_tokens(self, learner_key: str, tokens: int) -> None:
         """Count model tokens against the learner's day (past the limit too: the next turn
         is refused)."""
         if self._tokens is None or tokens <= 0:
             return
-        await self._run(self._fixed.hit, self._tokens, hashed_key(learner_key), cost=int(tokens), default=True)
+        for item, who in self._counts(learner_key, self._tokens, self._address_tokens):
+            await self._run(self._fixed.hit, item, who, cost=int(tokens), default=True)
 
     async def admit_conversation(self, learner_key: str, *, refusable: bool = True) -> None:
         """Count a new conversation; when `refusable` (start over), raise LimitReached
-        instead once the day's allowance is used."""
+        instead once the day's allowance is used — or today's tokens, which its opening
+        turn would spend."""
+        if refusable:
+            await self.check_tokens(learner_key)
         if self._conversations is None:
             return
-        who = hashed_key(learner_key)
-        if await self._run(self._moving.hit, self._conversations, who) or not refusable:
-            return
-        reset = await self._run(self._moving.get_window_stats, self._conversations, who)
-        wait = self._wait(reset)
-        text = Phrase(CONVERSATIONS_TEXT, count=self.settings.conversations_per_day, wait=in_words(wait))
-        raise LimitReached("conversations", text, wait)
+        for item, who in self._counts(learner_key, self._conversations, self._address_conversations):
+            if await self._run(self._moving.hit, item, who) or not refusable:
+                continue
+            reset = await self._run(self._moving.get_window_stats, item, who)
+            wait = self._wait(reset)
+            text = Phrase(CONVERSATIONS_TEXT, count=item.amount, wait=in_words(wait))
+            raise LimitReached("conversations", text, wait)
 
     async def tokens_left(self, learner_key: str) -> int | None:
         """Tokens the learner may still spend today (None: no limit)."""

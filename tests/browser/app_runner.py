@@ -58,6 +58,9 @@ class RunningApp:
             # A browser test sends faster than a learner: no turns-per-minute limit unless
             # the test is about it (test_limits' app sets its own).
             TUTOR_TURNS_PER_MINUTE="0",
+            # Every browser context comes from 127.0.0.1: in anonymous mode the limits count
+            # per address too, so each test's learners get an allowance of their own.
+            TUTOR_ANONYMOUS_LEARNERS_PER_ADDRESS="1000",
             # Test apps build their frontend apart from .web, so a copy of the app that a
             # person is running from this checkout keeps working during a test run.
             REFLEX_WEB_WORKDIR=str(REPO / ".web-test"),
