@@ -97,10 +97,6 @@ class AuthSettings:
     trusted_proxies: tuple[str, ...] = ()
     operators: frozenset[str] = field(default_factory=frozenset)
     session_days: float = 14.0
-    # An open tab's session is confirmed again at its next send once this many seconds
-    # have passed (TUTOR_SESSION_RECHECK): sign-out elsewhere, expiry or a disabled account
-    # stops an open chat within this time.
-    recheck_s: float = 60.0
     # TUTOR_PUBLIC_URL: the addresses learners open the app at, for a proxy that does not pass
     # the Host they asked for; pages of these origins may use the event socket and post forms.
     public_origins: tuple[str, ...] = ()
@@ -131,15 +127,8 @@ class AuthSettings:
         operators = frozenset(n.strip().lower() for n in (env.get("TUTOR_OPERATORS") or "").split(",") if n.strip())
         header = (env.get("TUTOR_AUTH_HEADER") or "X-Forwarded-User").strip().lower()
         public = tuple(_origin(url) for url in (env.get("TUTOR_PUBLIC_URL") or "").split(",") if url.strip())
-        raw_recheck = (env.get("TUTOR_SESSION_RECHECK") or "60").strip()
-        try:
-            recheck = float(raw_recheck)
-        except ValueError:
-            recheck = -1.0
-        if not 0 <= recheck <= 3600:
-            raise ValueError(f"TUTOR_SESSION_RECHECK={raw_recheck!r} is not a number of seconds (0-3600): "
-                             "set e.g. TUTOR_SESSION_RECHECK=60")
-        return cls(mode, header, proxies, operators, days, recheck, public)
+        # TUTOR_SESSION_RECHECK is gone: every event of an open tab checks its session.
+        return cls(mode, header, proxies, operators, days, public)
 
     def trusts(self, client_host: str) -> bool:
         return _trusted(self.trusted_proxies, client_host)
@@ -353,10 +342,12 @@ def _learner_key(store: Store, account: Account) -> str:
         return s.exec(select(Learner.key).where(Learner.id == account.learner_id)).one()
 
 
-def identity_of(store: Store, account: Account, settings: AuthSettings | None = None) -> Identity:
+def identity_of(store: Store, account: Account, settings: AuthSettings | None = None,
+                learner_key: str | None = None) -> Identity:
     operators = settings.operators if settings and settings.mode == "header" else frozenset()
     role = "operator" if account.role == "operator" or account.username in operators else "learner"
-    return Identity(_learner_key(store, account), account.username, role, account.id)
+    key = learner_key if learner_key is not None else _learner_key(store, account)
+    return Identity(key, account.username, role, account.id)
 
 
 def identity_for_request(store, headers: Mapping[str, str], client_host: str, *,
@@ -387,8 +378,8 @@ def identity_for_request(store, headers: Mapping[str, str], client_host: str, *,
             return None
         return identity_of(store, account, settings)
     token = sessions.cookie_value(lowered.get("cookie", ""))
-    account = sessions.account_for_token(store, token, days=settings.session_days) if token else None
-    return identity_of(store, account, settings) if account is not None else None
+    found = sessions.session_account(store, token, days=settings.session_days) if token else None
+    return identity_of(store, found[0], settings, found[1]) if found is not None else None
 
 
 def safe_next(target: str | None, default: str = "/") -> str:

@@ -8,7 +8,6 @@ storage (anonymous). The browser's key is never a credential in the first two mo
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 
 import reflex as rx
@@ -18,49 +17,109 @@ from tutor.accounts import Identity, auth_page, auth_settings, identity_for_requ
 from tutor.i18n import localize
 from tutor.runtime import get_engine
 from tutor.settings import LANGUAGE
+from tutor.tab_identity import binding, credential_of, credential_part
 
 log = logging.getLogger(__name__)
 
 
 class TutorState(rx.State):
     """Who the learner is. `learner_key`: this browser's random key (anonymous mode; in
-    accounts mode it lets a sign-up keep the conversations this browser had before)."""
+    accounts mode it lets a sign-up keep the conversations this browser had before).
+
+    A tab's state belongs to one identity (tutor.tab_identity): every event is checked by
+    tutor.identity_gate before it runs, and every handler that reads or writes a learner's
+    or the console's data asks `checked_identity` itself; when the identity differs from
+    the one the state was built for, every state of the tab is reset first."""
 
     learner_key: str = rx.LocalStorage("", name="tutor_learner")
     signed_in_as: str = ""  # the username shown in the header; "" when anonymous
     auth_mode: str = ""  # accounts | header | anonymous, once a page has loaded
     confirm_forget: bool = False  # "Not you? Start fresh" waits for a confirmation
-    _signed_in_key: str = ""  # the learner this tab was opened for (accounts, header)
-    _checked_at: float = 0.0  # when that was last confirmed (time.monotonic)
+    _bound: str = ""  # whose data this tab's state holds (tutor.tab_identity.binding)
+    _checked: Identity | None = None  # who the event `_checked_txid` was checked for
+    _checked_txid: str = ""
 
     def ensure_learner(self) -> str:
         if not self.learner_key:
             self.learner_key = uuid.uuid4().hex
         return self.learner_key
 
-    async def identity(self) -> Identity | None:
-        """The signed-in person for this tab's connection, or None. Raises
-        dbfaults.DatabaseUnavailable when the database cannot say."""
-        settings = auth_settings()
-        local_key = self.ensure_learner() if settings.mode == "anonymous" else ""
+    def _headers(self) -> dict[str, str]:
         headers = self.router.headers
         raw = {k.lower(): v for k, v in headers.raw_headers.items()}
         if headers.cookie:
             raw["cookie"] = headers.cookie
         raw.pop("asgi-scope-client", None)
+        return raw
+
+    async def identity(self, local_key: str | None = None) -> Identity | None:
+        """The signed-in person for this tab's connection, or None: one indexed read of the
+        session (tutor.sessions.session_account), never a remembered answer. Raises
+        dbfaults.DatabaseUnavailable when the database cannot say. `local_key`: anonymous
+        mode's key as the browser sent it (else this state's, made if missing)."""
+        settings = auth_settings()
+        if settings.mode == "anonymous":
+            if local_key is None:
+                local_key = self.ensure_learner()
+                self.note_place(local_key)
+            return identity_for_request(None, {}, "", local_key=local_key, settings=settings)
         # The socket's direct peer (rxconfig leaves trusted_proxy_hops at 0, so Reflex does
         # not take it from X-Forwarded-For): what TUTOR_TRUSTED_PROXIES is checked against.
         client = self.router.session.client_ip
-        who = None
-        if settings.mode == "anonymous":
-            who = identity_for_request(None, raw, client, local_key=local_key, settings=settings)
-            self.note_place(local_key)
+        store = get_engine().store
+        return await store.run(identity_for_request, store, self._headers(), client, settings=settings)
+
+    async def checked_identity(self, role: str = "", *, fresh: bool = False,
+                               local_key: str | None = None) -> Identity | None:
+        """Who is asking, checked now, with the tab's state reset first when it was built for
+        someone else; None when nobody is signed in or `role` ("operator") is not theirs.
+        Within one event the gate's check is reused (`fresh`: check again, e.g. after a long
+        read). Raises dbfaults.DatabaseUnavailable: the tab's state is reset first unless the
+        connection still presents the credential it was built for."""
+        txid = _event_txid()
+        if fresh or not txid or txid != self._checked_txid or local_key is not None:
+            settings = auth_settings()
+            try:
+                who = await self.identity(local_key)
+            except dbfaults.DatabaseUnavailable:
+                self._checked_txid = ""
+                if credential_part(self._bound) != self._credential(settings, local_key):
+                    await self.bind_tab(None, "")
+                raise
+            await self.bind_tab(who, self._credential(settings, local_key))
+            # The gate's check of a browser key (anonymous mode) is not the handler's: the
+            # handler's own may make the key the browser does not have yet.
+            self._checked, self._checked_txid = who, txid if local_key is None else ""
         else:
-            store = get_engine().store
-            who = await store.run(identity_for_request, store, raw, client, local_key=local_key, settings=settings)
-        self.auth_mode = settings.mode
-        self.signed_in_as = who.username if who else ""
+            who = self._checked
+        if who is None or (role == "operator" and not who.is_operator):
+            return None
         return who
+
+    def _credential(self, settings, local_key: str | None) -> str:
+        key = self.learner_key if local_key is None else local_key
+        return credential_of(settings, self._headers(), key)
+
+    async def bind_tab(self, who: Identity | None, credential: str) -> None:
+        """The tab's state is `who`'s from now on: when it was someone else's (or nobody's),
+        every state of the tab is reset before this event goes on."""
+        settings = auth_settings()
+        bound = binding(credential, who)
+        if bound != self._bound:
+            await self._reset_tab()
+            self._bound = bound
+        self.auth_mode = settings.mode
+        name = who.username if who else ""
+        if self.signed_in_as != name:
+            self.signed_in_as = name
+
+    async def _reset_tab(self) -> None:
+        key = self.learner_key  # the browser's own key is the browser's, not the state's
+        for cls in _below(TutorState):
+            await self.get_state(cls)  # loaded, so the reset reaches it (Redis loads lazily)
+        self.reset()  # this state and every state below it
+        if key:
+            self.learner_key = key
 
     def note_place(self, learner_key: str) -> None:
         """Anonymous mode: where this browser is (the socket's peer, or the address a
@@ -75,32 +134,12 @@ class TutorState(rx.State):
 
     async def signed_in_learner(self) -> tuple[str, rx.event.EventSpec | None]:
         """(learner key, None), or ("", a redirect to the sign-in page) when nobody is."""
-        who = await self.identity()
+        who = await self.checked_identity()
         if who is not None:
-            self._signed_in_key, self._checked_at = who.learner_key, time.monotonic()
             return who.learner_key, None
         url = self.router.url
         here = (url.path.rstrip("/") or "/") + (f"?{url.query}" if url.query else "")
         return "", rx.redirect(auth_page("/signin", here))
-
-    async def still_signed_in(self) -> bool:
-        """Before a send: is the person who opened this tab still signed in? Checked again
-        at most every TUTOR_SESSION_RECHECK seconds (a session that expired, was signed out elsewhere or whose
-        account an operator disabled stops working within that time, not at the next
-        reload). Anonymous mode has no session to lose."""
-        if self.auth_mode in ("", "anonymous") or not self._signed_in_key:
-            return True
-        now = time.monotonic()
-        if now - self._checked_at < auth_settings().recheck_s:
-            return True
-        try:
-            who = await self.identity()
-        except dbfaults.DatabaseUnavailable:
-            return True  # the send itself will say the service is unavailable
-        if who is None or who.learner_key != self._signed_in_key:
-            return False
-        self._checked_at = now
-        return True
 
     @rx.event
     def ask_forget(self) -> None:
@@ -141,7 +180,7 @@ class AuthPageState(TutorState):
             minutes = 15
         self.error = localize(message_for(code, minutes), LANGUAGE)  # no module here: the start page's language
         try:
-            who = await self.identity()
+            who = await self.checked_identity()
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, "sign-in page")
             self.error = localize(dbfaults.UNAVAILABLE, LANGUAGE)
@@ -153,3 +192,20 @@ class AuthPageState(TutorState):
         elif self.auth_mode == "anonymous":
             return rx.redirect("/")
         return None
+
+
+def _event_txid() -> str:
+    """The id of the event being handled ("" outside one: a test calling a handler)."""
+    from reflex_base.event.context import EventContext
+
+    try:
+        return EventContext.get().txid
+    except LookupError:
+        return ""
+
+
+def _below(cls: type[rx.State]) -> list[type[rx.State]]:
+    found = []
+    for sub in cls.get_substates():
+        found += [sub, *_below(sub)]
+    return found

@@ -67,6 +67,8 @@ class ChatSending(rx.State, mixin=True):
     @rx.event
     async def skip_form(self, key: str):
         message_id, _, form_id = key.partition("-")
+        if not await self._may_write():
+            return None
         if message_id != str(self.latest_tutor_id) or form_id not in self._latest_forms:
             return rx.set_focus("message")
         try:
@@ -83,6 +85,16 @@ class ChatSending(rx.State, mixin=True):
         return rx.set_focus("message")
 
     async def _accept(self, learner_input: LearnerInput, form_key: str | None, client_id: str = ""):
+        # Who sends it, checked now (expired, signed out anywhere, disabled: refused at once);
+        # a tab whose state was someone else's has been reset by the check.
+        try:
+            who = await self.checked_identity()
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "send: who is signed in")
+            return self._refuse(form_key, client_id, dbfaults.MESSAGE_NOT_SAVED if form_key is None
+                                else dbfaults.FORM_NOT_SAVED)
+        if who is None:
+            return self._refuse(form_key, client_id, SIGNED_OUT)
         if not self.loaded and (self.conversation_id or (client_id and form_key is None)):
             # The page is still being read (a reconnect or reload: the messages shown are
             # kept from before), or this tab's state is new (the server restarted while the
@@ -97,8 +109,6 @@ class ChatSending(rx.State, mixin=True):
             # learner's text stays in the box for the next send).
             self._receipt("refused", client_id)
             return type(self).load if self.load_error == self._t(dbfaults.UNAVAILABLE) else None
-        if not await self.still_signed_in():  # expired, signed out elsewhere, or disabled
-            return self._refuse(form_key, client_id, SIGNED_OUT)
         if self.auth_mode == "anonymous":  # limits per address too, counted by this process
             self.note_place(self.learner_key)
         try:
@@ -131,6 +141,14 @@ class ChatSending(rx.State, mixin=True):
         if not client_id and form_key is None and learner_input.text is not None:
             events.insert(0, rx.set_value("message", ""))  # the page's script clears it, at once
         return events
+
+    async def _may_write(self) -> bool:
+        """Is someone signed in, whose this tab's state is (reset first when it was not)?"""
+        try:
+            return await self.checked_identity() is not None
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "who is signed in")
+            return False
 
     def _refuse(self, form_key: str | None, client_id: str, message: str, field: str = "") -> None:
         """A send not stored: the reason, by the form (at `field`) or under the box, and the

@@ -1,11 +1,12 @@
 """Reflex state of the operator console (/operator). Thin: the reads and writes are in
 tutor.console_display, tutor.reviews and tutor.learner_data.
 
-Every handler checks the operator itself: the page's on_load resolves who is signed in
-(the session cookie or the trusted proxy's header, never anything the page says), and a
-learner or a signed-out visitor gets no data at all in their state. Actions that change
-data (mark reviewed, delete a learner) check the identity again. Loading runs in a
-background task: the database work happens on the store's threads without the tab's lock.
+Every handler checks the operator itself, at the moment it runs (`_operator_now`: the
+session or the trusted proxy's header, read from the database each event, never anything
+the page says or a check made earlier): a learner, a signed-out visitor or a disabled
+operator gets no data at all in their state, and what an earlier check loaded is cleared.
+Loading runs in a background task (the database work off the tab's lock); it checks again
+before it shows what it read.
 """
 
 from __future__ import annotations
@@ -57,14 +58,16 @@ class OperatorState(TutorState):
 
     # ------------------------------------------------------------------ access
 
-    async def _check_operator(self) -> bool:
+    async def _check_operator(self, *, fresh: bool = False) -> bool:
+        """Is an operator asking, now? Otherwise their data leaves the state (access denied)."""
         try:
-            who = await self.identity()
+            who = await self.checked_identity("operator", fresh=fresh)
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, "operator console")
+            self._forget()
             self.access, self.load_error = "unavailable", dbfaults.UNAVAILABLE
             return False
-        if who is None or not who.is_operator:
+        if who is None:
             self._forget()
             self.access = "denied"
             return False
@@ -99,7 +102,7 @@ class OperatorState(TutorState):
     @rx.event(background=True)
     async def refresh(self):
         async with self:
-            if not self._operator:
+            if not await self._check_operator():
                 return
             self.loading = True
             include, page, module_id = self.show_reviewed, self.review_page, self.module_id
@@ -114,7 +117,7 @@ class OperatorState(TutorState):
                 self.loading, self.load_error = False, dbfaults.UNAVAILABLE
             return
         async with self:
-            if not self._operator:  # signed out meanwhile
+            if not await self._check_operator(fresh=True):  # signed out or disabled meanwhile
                 self.loading = False
                 return
             self.reviews, self.has_more = data.reviews, data.has_more
@@ -123,29 +126,29 @@ class OperatorState(TutorState):
             self.loading, self.load_error = False, ""
 
     @rx.event
-    def toggle_show_reviewed(self):
-        if not self._operator:
+    async def toggle_show_reviewed(self):
+        if not await self._check_operator():
             return None
         self.show_reviewed, self.review_page = not self.show_reviewed, 0
         return OperatorState.refresh
 
     @rx.event
-    def next_page(self):
-        if not self._operator or not self.has_more:
+    async def next_page(self):
+        if not await self._check_operator() or not self.has_more:
             return None
         self.review_page += 1
         return OperatorState.refresh
 
     @rx.event
-    def previous_page(self):
-        if not self._operator or self.review_page == 0:
+    async def previous_page(self):
+        if not await self._check_operator() or self.review_page == 0:
             return None
         self.review_page -= 1
         return OperatorState.refresh
 
     @rx.event
-    def choose_module(self, module_id: str):
-        if not self._operator or module_id not in self.module_titles:
+    async def choose_module(self, module_id: str):
+        if not await self._check_operator() or module_id not in self.module_titles:
             return None
         self.module_id = module_id
         return OperatorState.refresh
@@ -154,7 +157,7 @@ class OperatorState(TutorState):
 
     @rx.event
     async def mark_reviewed(self, form_data: dict[str, Any]):
-        if not self._operator or not await self._check_operator():
+        if not await self._check_operator():
             return None
         kind, _, number = str(form_data.get("item", "")).partition("-")
         note = str(form_data.get("note", "")).strip()[:NOTE_MAX] or None
@@ -176,7 +179,7 @@ class OperatorState(TutorState):
     async def find_learner(self, form_data: dict[str, Any]):
         self.delete_found = self.delete_name = self.delete_error = ""
         self._delete_learner_id = 0
-        if not self._operator or not await self._check_operator():
+        if not await self._check_operator():
             return None
         wanted = str(form_data.get("who", "")).strip()[:128]
         if not wanted:
@@ -209,7 +212,7 @@ class OperatorState(TutorState):
 
     @rx.event
     async def confirm_delete(self, form_data: dict[str, Any]):
-        if not self._operator or not self._delete_learner_id or not await self._check_operator():
+        if not await self._check_operator() or not self._delete_learner_id:
             return None
         typed = str(form_data.get("confirm", "")).strip()
         if typed != self.delete_name and typed.lower() != self.delete_name.lower():

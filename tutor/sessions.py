@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from sqlmodel import delete, select
 
 from tutor.signin_limit import FailureLimit, FailureLimitFromEnv  # noqa: F401  (importable from here too)
-from tutor.store import Account, AuthSession, Store, utcnow
+from tutor.store import Account, AuthSession, Learner, Store, utcnow
 
 COOKIE_NAME = "tutor_session"
 # The sliding expiry is written back at most this often, not on every page load.
@@ -46,16 +46,29 @@ def create_session(store: Store, account_id: int, *, days: float, now: datetime 
 def account_for_token(store: Store, token: str, *, days: float, now: datetime | None = None) -> Account | None:
     """The account a session token belongs to, or None (unknown, expired, disabled). Use
     slides the expiry forward, written at most once a minute."""
+    found = session_account(store, token, days=days, now=now)
+    return found[0] if found is not None else None
+
+
+def session_account(store: Store, token: str, *, days: float,
+                    now: datetime | None = None) -> tuple[Account, str] | None:
+    """The live session's account and its learner's key, in one indexed read: None for an
+    unknown, expired or signed-out token or a disabled account. Every event of an open tab
+    asks this (tutor.auth_state), so a sign-out, an expiry, a disabled account or a changed
+    role is seen at the very next event, by every worker: the row is the truth, nothing
+    cached can outlive it. Use slides the expiry forward, written at most once a minute."""
     if not token or len(token) > 256:
         return None
     now = now or utcnow()
     digest = token_hash(token)
     with store.session() as s:
-        row = s.exec(select(AuthSession, Account).join(Account, Account.id == AuthSession.account_id)
+        row = s.exec(select(AuthSession, Account, Learner.key)
+                     .join(Account, Account.id == AuthSession.account_id)
+                     .join(Learner, Learner.id == Account.learner_id)
                      .where(AuthSession.token_hash == digest)).first()
         if row is None:
             return None
-        session, account = row
+        session, account, learner_key = row
         if _aware(session.expires_at) <= now:
             s.delete(session)
             s.commit()
@@ -67,7 +80,7 @@ def account_for_token(store: Store, token: str, *, days: float, now: datetime | 
             session.expires_at = now + timedelta(days=days)
             s.add(session)
             s.commit()
-        return account
+        return account, learner_key
 
 
 def end_session(store: Store, token: str) -> None:

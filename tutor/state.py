@@ -139,6 +139,8 @@ class ChatState(ChatSending, TutorState):
     @rx.event(background=True)
     async def open_conversation(self):
         async with self:
+            if not await self._may_write():
+                return None
             key, module_id, language = self._opening_key, self.module_id, self.language
         try:
             view, items = await read_conversation(key, module_id, language)
@@ -229,12 +231,17 @@ class ChatState(ChatSending, TutorState):
     @rx.event(background=True)
     async def respond(self):
         async with self:
+            if not await self._may_write():
+                return
             if self._responding and self._responding_by == current_holder():
                 return
             self._responding, self._responding_by = True, current_holder()
+            owner = self._bound  # a tab that changes hands meanwhile is not answered into
         engine = get_engine()
         while True:
             async with self:
+                if self._bound != owner:
+                    return
                 seen, conversation_id, language = self._requested, self.conversation_id, self.language
             preview = PagePreview(self, conversation_id)
             try:
@@ -262,7 +269,7 @@ class ChatState(ChatSending, TutorState):
                 items = await asyncio.to_thread(message_items, caught_up.messages, language)
             async with self:
                 self._end_preview(preview)
-                if conversation_id != self.conversation_id:
+                if conversation_id != self.conversation_id or self._bound != owner:
                     pass
                 elif result is not None:
                     if result.reply.id > self._latest_id:  # a reload meanwhile may show it already
@@ -275,9 +282,9 @@ class ChatState(ChatSending, TutorState):
                     return
 
     @rx.event
-    def stop_reply(self):
+    async def stop_reply(self):
         """The learner's Stop: the reply being written ends now; what arrived is kept."""
-        if self.conversation_id:
+        if self.conversation_id and await self._may_write():
             get_engine().stop(self.conversation_id)
         return rx.set_focus("message")
 

@@ -11,6 +11,7 @@ from components.theme import theme_head_script
 from tutor.auth_routes import auth_api
 from tutor.auth_state import AuthPageState
 from tutor.home_state import HomeState
+from tutor.identity_gate import IdentityGate
 from tutor.operator_routes import operator_api
 from tutor.operator_state import OperatorState
 from tutor.runtime import engine_at_start
@@ -27,6 +28,9 @@ import tutor.store  # noqa: F401  (its tables)
 # HttpOnly cookie.
 app = rx.App(stylesheets=["/tutor.css"], theme=None, head_components=[theme_head_script()],
              api_transformer=[auth_api(), operator_api(), security_headers, socket_origin_guard])
+# Every event is checked for who sends it before it runs; a tab's state is reset when its
+# identity changed (signed out, somebody else signed in on this tab, an account disabled).
+app.add_middleware(IdentityGate())
 # A calm "connection lost" line instead of Reflex's toast naming the socket's address.
 app.app_wraps[(5, "Overlay")] = connection_overlay
 # Each worker builds the engine before it serves (off the event loop).
