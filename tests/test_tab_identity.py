@@ -305,3 +305,32 @@ def test_console_actions_refuse_a_disabled_operator(store, engine, flagged):
     assert run(OperatorState.find_learner.fn(op, {"who": "ana"})) is None and op.delete_found == ""
     with store.session() as s:
         assert s.exec(select(RiskEvent)).one().reviewed_at is None
+
+
+def test_an_operator_made_a_learner_gets_no_console_data_on_the_next_page_load(store, engine, flagged):
+    cookie = signed_in(store, "olga")
+    root = new_tab(cookie, "/operator")
+    op = run(console(root))
+    assert op.reviews
+    accounts.set_role(store, "olga", "learner")  # the same session, a new role
+    connect(root, cookie, "/")
+    run(event(root, hydrate_name()))
+    assert not has_console_data(op) and "self_harm" not in str(root.dict())
+
+
+def test_the_disabled_flag_alone_stops_a_session(store, engine):
+    """Another tool (or a race with `tutor users disable`) flips the flag before the
+    sessions go: the flag is enough."""
+    cookie = signed_in(store, "ana")
+    with store.session() as s:
+        account = s.exec(select(accounts.Account).where(accounts.Account.username == "ana")).one()
+        account.disabled = True
+        s.add(account)
+        s.commit()
+    assert sessions.session_account(store, sessions.cookie_value(cookie), days=1) is None
+    root = new_tab(cookie)
+    assert run(run_checked(root)) is None
+
+
+async def run_checked(root: State):
+    return await (await root.get_state(TutorState)).checked_identity()

@@ -68,7 +68,7 @@ def app(apps: AppPool) -> RunningApp:
 def accounts_app(apps: AppPool) -> RunningApp:
     """The app with the built-in tutor and sign-in by username and password."""
     # Every test signs people up from 127.0.0.1: more than a day's sign-ups for one address.
-    return apps.use("accounts", TUTOR_AUTH="accounts", TUTOR_SESSION_RECHECK="0", TUTOR_SIGNUPS_PER_DAY="1000")
+    return apps.use("accounts", TUTOR_AUTH="accounts", TUTOR_SIGNUPS_PER_DAY="1000")
 
 
 @pytest.fixture
