@@ -24,6 +24,7 @@ from tutor.i18n import available_languages, supported
 from tutor.material import load_sources, material_findings
 from tutor.risk.config import DEFAULT_SAFETY_FILE, SafetyConfig, SafetyConfigError, load_safety, merged, override_findings
 from tutor.risk.semantic import BankError, SemanticScreen, semantic_screen
+from tutor.teach.intent_bank import lesson_talk
 from tutor.module_format import (
     _CALLOUT,
     ASSETS_DIR,
@@ -359,12 +360,16 @@ def load_library(directory: str | Path | None = None, assets_dir: Path | None = 
 
 
 def course_texts(modules: list[Module]) -> list[str]:
-    """The modules' own words the safety screen learns as ordinary: topic content, checks'
-    questions and example answers."""
+    """What the safety screen learns as ordinary: the modules' own words (topic content,
+    checks' questions and example answers) and lesson talk (the intent reader's exemplars:
+    answers, questions, requests and shares as learners type them). Without the second, an
+    everyday answer about panic or a question about the body's alarm read as a crisis in
+    ~7% of the development sets' ordinary lesson messages."""
     out: list[str] = []
     for module in modules:
         for topic in module.topics:
             out += [topic.content or "", *(c.question for c in topic.checks), *(c.example_answer for c in topic.checks)]
+    out += lesson_talk()
     return [text for text in out if text.strip()]
 
 

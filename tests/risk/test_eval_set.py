@@ -95,9 +95,9 @@ def test_held_out_numbers_do_not_regress(config, path):
 from tutor.risk.evaluate import DEV_SET, HOLDOUT_SET  # noqa: E402
 
 BOTH_LAYERS = {
-    DEFAULT_SET: ((192, 197), (7, 145), (0, 0)),
-    DEV_SET: ((102, 120), (13, 120), (33, 42)),
-    HOLDOUT_SET: ((126, 150), (14, 150), (34, 44)),
+    DEFAULT_SET: ((191, 197), (5, 145), (0, 0)),
+    DEV_SET: ((101, 120), (12, 120), (33, 42)),
+    HOLDOUT_SET: ((122, 150), (15, 150), (32, 44)),
 }
 SLACK = 2
 
@@ -125,3 +125,27 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
     assert len(kinds) == imminent and sum(o.caught for o in kinds) >= imminent_caught - SLACK, format_report(report)
     # An imminent message caught is answered as imminent (the emergency-first reply).
     assert sum(o.caught and not o.said_imminent for o in kinds) <= SLACK, format_report(report)
+
+
+# Ordinary lesson talk: every question, answer and (non-distress) message of the teaching
+# sets, written by others for the teaching issue. The screen's false alarms there, as
+# measured when lesson talk was first learnt as ordinary (before: dev 35, held out 38).
+LESSON_TALK = {"dev": (19, 463), "holdout": (21, 531)}
+
+
+@pytest.mark.parametrize("name", list(LESSON_TALK))
+def test_ordinary_lesson_talk_is_rarely_taken_for_a_crisis(config, both_layers, name):
+    import yaml
+
+    from tutor.modules import REPO_ROOT
+
+    messages = []
+    for path in sorted((REPO_ROOT / "evals" / "teach" / name).glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for key in ("questions", "answers", "intents"):
+            messages += [item.get("q") or item.get("text") for item in data.get(key) or ()
+                         if not (key == "intents" and item.get("intent") == "distress")]
+    flagged_at_most, total = LESSON_TALK[name]
+    assert len(messages) == total, "the set changed: re-measure"
+    flagged = [m for m in messages if both_layers(m)]
+    assert len(flagged) <= flagged_at_most + SLACK, flagged

@@ -5,13 +5,18 @@ exemplars and a dozen classes train in seconds; predicting is a matrix product."
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from tutor.understand.ngrams import HASH_DIM, SparseRows
 
 __all__ = ["SoftmaxClassifier", "train_softmax"]
+
+log = logging.getLogger("tutor.understand")
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,31 @@ class SoftmaxClassifier:
         logits -= logits.max(axis=1, keepdims=True)
         exp = np.exp(logits)
         return exp / exp.sum(axis=1, keepdims=True)
+
+    def save(self, path: Path) -> None:
+        """Keep the trained classifier (written whole, then renamed); a failure is logged:
+        it is trained again at the next start."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as out:
+                sparse = self.sparse_weights if self.sparse_weights is not None else np.zeros(0)
+                np.savez(out, classes=np.array(self.classes), weights=self.weights, bias=self.bias,
+                         sparse_weights=sparse)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not keep a trained classifier in %s (%s)", path, exc)
+
+    @classmethod
+    def load(cls, path: Path) -> SoftmaxClassifier | None:
+        """The classifier kept at `path`, or None."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                sparse = data["sparse_weights"]
+                return cls(tuple(str(c) for c in data["classes"]), data["weights"], data["bias"],
+                           sparse if sparse.size else None)
+        except (OSError, ValueError, KeyError):
+            return None
 
 
 class _Adam:
