@@ -218,3 +218,30 @@ def test_an_open_chat_stops_when_the_account_is_disabled(accounts_app: RunningAp
     expect(page.locator("#message")).to_have_value("After the account was disabled")
     stored = db_rows(accounts_app.db_path, "select count(*) from message where text = ?", "After the account was disabled")
     assert stored == [(0,)]
+
+
+def test_a_tab_signed_out_on_a_shared_computer_keeps_nothing_for_the_next_person(
+        accounts_app: RunningApp, page: Page) -> None:
+    """The tab's state outlives the page (Reflex keeps it under the tab's token): after
+    sign-out, nothing of the learner's chat reaches the sign-in page, and the next person
+    signing in on the same tab writes only into their own conversation."""
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(str(payload))))
+    sign_up(page, accounts_app.url)
+    open_module(page, accounts_app.url)
+    send(page, "My private worry about exams")
+    before = len(frames)
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/signin**")
+    page.wait_for_load_state("networkidle")
+    expect(page.get_by_label("Username")).to_be_visible()
+    assert frames[before:] and not any("private worry" in f for f in frames[before:])
+    sign_up(page, accounts_app.url)  # the next person, in the same tab
+    open_module(page, accounts_app.url)
+    assert not any("private worry" in t for t in message_texts(page))
+    send(page, "The next person's words")
+    owner = ("select c.learner_id from message m join conversation c on c.id = m.conversation_id "
+             "where m.text = ?")
+    first = db_rows(accounts_app.db_path, owner, "My private worry about exams")
+    second = db_rows(accounts_app.db_path, owner, "The next person's words")
+    assert len(first) == len(second) == 1 and first != second
