@@ -12,4 +12,5 @@ export NPM_CONFIG_REGISTRY
 # The safety screen's semantic layer: its exemplar vectors are computed once (3-5 minutes
 # on 2 cores) and kept in ~/.cache/tutor; later starts read them in under a second.
 .venv/bin/tutor safety prepare
+.venv/bin/tutor teach prepare
 exec reflex run --env prod --single-port "$@"

@@ -27,4 +27,5 @@ source scripts/env.sh
 # The safety screen's semantic layer, trained once into ~/.cache/tutor (a few minutes on a new
 # machine, a second after): no test, app start or subprocess waits on it with a timeout.
 .venv/bin/tutor safety prepare
+.venv/bin/tutor teach prepare
 exec .venv/bin/python -m pytest "$@"

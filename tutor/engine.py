@@ -297,7 +297,8 @@ class Engine:
         # Checks judged, passages found, the check to ask (tutor.teaching); the learner's
         # evidence counted, milestones left for the reply to celebrate.
         plan = await teaching.prepare(self.store, self.provider, self.settings, module, conversation_id,
-                                      pending, inputs.progress, detected, history=checks)
+                                      pending, inputs.progress, detected, history=checks,
+                                      recent=[m.content for m in inputs.history[-6:] if m.role == "assistant"])
         interim = plan.interim
         messages = prompts.build_messages(module, interim, inputs.history, pending.prompt_text if pending else None,
                                           teaching=plan.context)

@@ -133,6 +133,11 @@ class Module(_Strict):
         default_factory=dict
     )
     instructions: str = Field(default="", description="persona, tone, goals; may use {{variables}}")
+    medical_reply: str | None = Field(
+        default=None,
+        description="markdown the tutor answers questions about medicines, doses or a diagnosis with "
+        "(refer to a doctor or pharmacist); default: the app's own, in the module's language",
+    )
     phases: list[Phase] = Field(min_length=1)
     sources: list[SourceFile] = Field(
         default_factory=list, description="markdown or text files beside the module; sections are '## ' headings"

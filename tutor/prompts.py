@@ -231,6 +231,21 @@ def build_messages(
     return alternate(messages)
 
 
+_INTENT_NOTES = {
+    "off_topic": "- The learner's message is not about this module: say kindly, in a sentence, that the module "
+                 "does not cover it and what it does cover; do not answer it from general knowledge or quote the "
+                 "material.",
+    "medical": "- The learner asks about medicines, doses or a diagnosis: do not advise on them. Say that their "
+               "doctor or pharmacist is the right person to ask, and not to start, change or stop a medicine "
+               "without them; offer to go on with the module.",
+    "more": "- The learner wants more on the topic they are on: go deeper into it (another angle, an example), "
+            "from the passages below when there are any; do not move on to a new topic.",
+    "share": "- The learner shared something about themselves: acknowledge it warmly and briefly, connect it to "
+             "the module where it fits, and do not treat it as an answer to a check.",
+    "exercise": "- The learner asked for something to practise: offer an exercise from the module's skills.",
+}
+
+
 def teaching_notes(teaching: TeachingContext) -> str:
     """What the app decided about this turn, for a model to follow ("" when nothing)."""
     lines: list[str] = []
@@ -247,8 +262,11 @@ def teaching_notes(teaching: TeachingContext) -> str:
             lines.append("  Do not repeat the score or judge the answer again. Respond warmly to what they wrote; "
                          + ("then carry on with the next topic." if judged.mastered
                             else "encourage another try (the app shows the question again below your reply)."))
+    note = _INTENT_NOTES.get(teaching.intent)
+    if note:
+        lines.append(note)
     ask = teaching.ask
-    if ask is not None and ask.again and teaching.intent == "question":
+    if ask is not None and ask.again and teaching.intent in ("question", "share", "more", "off_topic", "medical"):
         lines.append(f'- The check "{ask.question}" (topic {ask.topic_id}) is still open: answer the learner\'s '
                      "question, then say the check is still there below your reply (the app shows it as a form). "
                      "Do not answer the check yourself.")

@@ -16,7 +16,7 @@ from tutor.llm.factory import make_provider
 from tutor.modules import load_library
 from tutor.alerts import Alerter, AlertSettings
 from tutor.risk.turn import SafetySettings
-from tutor.teach import retrieval
+from tutor.teach import understanding
 from tutor.usage import UsageLimits, UsageSettings
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def get_engine() -> Engine:
                     log.error("module not served: %s", problem)
             _engine = Engine(store, make_provider(settings), library, settings, SafetySettings.from_env(),
                              usage=UsageLimits(usage), alerts=Alerter(store, AlertSettings.from_env()))
-            threading.Thread(target=retrieval.warm, args=(list(library.modules.values()),),
+            threading.Thread(target=understanding.warm, args=(list(library.modules.values()),),
                              name="tutor-warm", daemon=True).start()
         return _engine
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,7 +40,14 @@ from tutor.llm.base import CheckData, JudgedData, PassageData, Provider, Teachin
 from tutor.llm.config import LLMSettings
 from tutor.llm.policy import AttemptRecord
 from tutor.mastery import (
-    CheckHistory, check_history, learner_state, mastered_from, read_history, read_scores, with_mastery, with_scores,
+    CheckHistory,
+    check_history,
+    learner_state,
+    mastered_from,
+    read_history,
+    read_scores,
+    with_mastery,
+    with_scores,
 )
 from tutor.material import Check
 from tutor.modules import Module, Topic
@@ -48,10 +55,19 @@ from tutor.progress import ProgressState, ProgressUpdate
 from tutor.store import Store
 from tutor.teach import judge_builtin, module_sources, retrieve, verify_quote
 from tutor.teach.builtin_judge import topic_material
-from tutor.teach.feedback import ANSWER_FIELD, check_form, check_id_of, failed_block, feedback_block
+from tutor.teach.feedback import (
+    ANSWER_FIELD,
+    check_form,
+    check_id_of,
+    failed_block,
+    feedback_block,
+)
 from tutor.teach.intent import classify
 from tutor.teach.judge_call import judge_with_model
+from tutor.teach.meaning import more_about
 from tutor.teach.quotes import section_topic
+from tutor.teach.understanding import understand_async
+from tutor.understand import EmbedderUnavailable
 from tutor.views import ProgressView
 
 __all__ = [
@@ -64,6 +80,13 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PASSAGES = 3  # passages that travel with a turn
+# The reader's intents as the lesson's flow names them (tutor.llm.base.TeachingContext).
+_FLOW = {"next": "navigate"}
+# Messages after which the open check stays open (asked again below the reply), and those
+# the tutor answers without moving the lesson on.
+_KEEPS_CHECK = ("retry", "question", "share", "more", "off_topic", "medical")
+_ANSWERED = ("more", "off_topic", "medical")
+SHARE_FITS = 0.86  # a personal share gets a passage only when one is this close in meaning
 
 
 # --- before the tutor speaks ----------------------------------------------------------------
@@ -87,9 +110,11 @@ class TurnPlan:
 async def prepare(
     store: Store, provider: Provider, settings: LLMSettings, module: Module, conversation_id: int,
     pending: PendingTurn | None, progress: ProgressState, detected: frozenset[str],
-    history: CheckHistory | None = None,
+    history: CheckHistory | None = None, recent: Sequence[str] = (),
 ) -> TurnPlan:
-    """`history`: the conversation's checks if the caller has read them (read_history)."""
+    """`history`: the conversation's checks if the caller has read them (read_history);
+    `recent`: what the tutor said in the last few turns (a passage shown there is not shown
+    again as "more")."""
     if history is None:
         history = await store.run(read_history, store, conversation_id, pending.learner.seq if pending else None)
     state = replace(progress, mastered=mastered_from(module, history.scored))
@@ -98,6 +123,7 @@ async def prepare(
     learner = pending.learner_input
     plan = TurnPlan(TeachingContext(), state, state, detected=detected)
     answered: tuple[Topic, Check] | None = None
+    found: list[Any] | None = None  # passages found by meaning (None: not read by meaning)
     answer = ""
     seen: set[str] = set()
     goto = None
@@ -110,7 +136,9 @@ async def prepare(
         goto = _form_next_topic(module, learner.form_id, learner.answers or {})
     else:
         open_check = module.find_check(history.last_asked) if history.last_asked else None
-        intent = classify(learner.text, check_open=open_check is not None)
+        read = await _understand(module, learner.text or "", open_check)
+        intent, found = read if read is not None else (
+            classify(learner.text, check_open=open_check is not None), None)
         if intent == "answer":
             answered, answer = open_check, learner.text or ""
     judged = None
@@ -121,8 +149,15 @@ async def prepare(
         seen.add(topic.id)  # answering a check is engaging with its topic
     mastered = mastered_from(module, history.scored)
     interim = progress_mod.apply_evidence(module, state, seen, mastered)
-    passages = ()
-    if intent in ("question", "other") and learner.text:
+    passages: tuple[PassageData, ...] = ()
+    if learner.is_form:
+        pass
+    elif intent == "more":
+        current = _current_topic(module, state, history)
+        passages = tuple(_passage(p) for p in more_about(module, current, shown=recent)) if current else ()
+    elif found is not None:
+        passages = tuple(_passage(p) for p in found)
+    elif intent in ("question", "other") and learner.text:
         passages = tuple(_passage(p) for p in retrieve(module, learner.text, k=PASSAGES, on_topic_only=True))
     ask = plan_check(module, interim, history, intent, answered[1] if answered else None, goto, detected)
     if ask is not None:
@@ -132,6 +167,29 @@ async def prepare(
     plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto)
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
+
+
+def _current_topic(module: Module, state: ProgressState, history: CheckHistory) -> str | None:
+    """The topic the conversation is on: the open check's, else the one taught last."""
+    found = module.find_check(history.last_asked) if history.last_asked else None
+    if found is not None and found[0].id in state.covered[-1:]:
+        return found[0].id
+    return state.covered[-1] if state.covered else (found[0].id if found else None)
+
+
+async def _understand(module: Module, text: str, open_check: tuple[Topic, Check] | None
+                      ) -> tuple[str, list[Any]] | None:
+    """What the message is doing and the passages that answer it, read by meaning
+    (tutor.teach.understanding), or None when the semantic layer is not installed (the
+    rules and BM25 decide, as before). Passages come only with intents that use them."""
+    try:
+        read = await understand_async(module, text, open_check[1] if open_check else None, k=PASSAGES)
+    except EmbedderUnavailable as exc:
+        log.warning("reading the learner's message by words only: %s", exc)
+        return None
+    intent = _FLOW.get(read.intent, read.intent)
+    uses = intent == "question" or (intent == "share" and read.found.relevance >= SHARE_FITS)
+    return intent, list(read.found.passages) if uses else []
 
 
 async def _judge(
@@ -176,9 +234,11 @@ def plan_check(
     if answered is not None:
         if still_open(answered):
             return _ask(module, answered, again=True)
-    elif intent in ("retry", "question") and last is not None and still_open(last[1]):
+    elif intent in _KEEPS_CHECK and last is not None and still_open(last[1]):
         return _ask(module, last[1], again=True)  # a question does not close the check
-    if intent in ("question", "summary") or goto or (intent == "navigate" and set(detected)):
+    if intent == "exercise":
+        return _practice(module, state, history)
+    if intent in ("question", "summary", *_ANSWERED) or goto or (intent == "navigate" and set(detected)):
         return None
     if intent == "skip" and progress_mod.next_topic(module, state) is not None:
         return None  # skipping moves the lesson on; the check comes back at the end
@@ -194,6 +254,17 @@ def plan_check(
         if pool:
             check = min(pool, key=lambda c: history.asked.get(c.id, -1))  # never asked first, then oldest
             return _ask(module, check, again=check.id in history.asked, review=True)
+    return None
+
+
+def _practice(module: Module, state: ProgressState, history: CheckHistory) -> CheckData | None:
+    """"Give me an exercise": the check of the topic taught last that is not mastered yet,
+    else of any topic taught; None when every one of them is (the lesson goes on)."""
+    for topic_id in reversed(state.covered):
+        topic = module.topic(topic_id)
+        for check in topic.checks if topic else ():
+            if history.best(check.id) < check.threshold:
+                return _ask(module, check, again=check.id in history.asked)
     return None
 
 

@@ -10,3 +10,8 @@ from tutor.modules import REPO_ROOT, Module, load_library
 @pytest.fixture(scope="session")
 def sample() -> Module:
     return load_library(REPO_ROOT / "modules").get("understanding_anxiety")
+
+
+@pytest.fixture(scope="session")
+def library():
+    return load_library(REPO_ROOT / "modules")

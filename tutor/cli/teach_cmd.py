@@ -1,10 +1,11 @@
-"""`tutor teach eval [--questions FILE] [--answers FILE] [--module ID] [--json]`.
+"""`tutor teach eval [--set PATH ...] [--json]`.
 
-Measures the teaching core on the repository's evidence suites: retrieval top-1 and top-3
-accuracy (overall, per language, and on the held-out questions) and the built-in judge's
-agreement with the answer suite's score bands, plus index build and query times. Exits 1
-when a goal is missed (top-1 >= 85%, top-3 >= 95%, judge within band >= 90%, every check's
-example answer mastered), 2 when a suite or the module cannot be used.
+Measures the teaching core on evidence suites, set by set (default: the project's own
+suites in evals/teach, the development set evals/teach/dev that tuning may look at, and
+the held-out set evals/teach/holdout that it never does): what a message is doing (intent
+accuracy), retrieval top-1 and top-3 and refusal of off-topic and medical questions, and the
+built-in judge's agreement with score bands (and who reaches mastery). Exits 1 when a goal
+is missed in any set, 2 when a suite or its module cannot be used.
 """
 
 from __future__ import annotations
@@ -20,84 +21,162 @@ SUITES = REPO_ROOT / "evals" / "teach"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("teach", help="measure retrieval and the built-in judge on the teaching suites")
+    p = sub.add_parser("teach", help="measure intent, retrieval and the built-in judge on the teaching suites")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    ev = actions.add_parser("eval", help="retrieval accuracy and judge agreement; exit 1 below the goals")
-    ev.add_argument("--questions", type=Path, default=SUITES / "questions.yaml", help="question suite")
-    ev.add_argument("--answers", type=Path, default=SUITES / "answers.yaml", help="answer suite")
+    ev = actions.add_parser("eval", help="intent, retrieval and judge numbers per set; exit 1 below the goals")
+    ev.add_argument("--set", dest="sets", action="append", type=Path, metavar="PATH",
+                    help="a suite file or a folder of them (questions*, answers*, intents*.yaml); repeatable. "
+                         "Default: the project's own suites, then evals/teach/dev and evals/teach/holdout")
+    ev.add_argument("--questions", type=Path, help="one question suite (instead of the sets)")
+    ev.add_argument("--answers", type=Path, help="one answer suite (instead of the sets)")
     ev.add_argument("--modules-dir", type=Path, help="where modules live (default: TUTOR_MODULES_DIR or ./modules)")
     ev.add_argument("-k", type=int, default=3, help="passages retrieved per question (default 3)")
     ev.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
-    ev.add_argument("--misses", type=int, default=10, help="misses to list (default 10)")
+    ev.add_argument("--misses", type=int, default=10, help="misses to list per suite (default 10)")
     ev.set_defaults(func=run_eval)
+    prep = actions.add_parser("prepare", help="build what reading messages by meaning needs now (kept on disk)")
+    prep.add_argument("--modules-dir", type=Path, help="where modules live (default: TUTOR_MODULES_DIR or ./modules)")
+    prep.set_defaults(func=run_prepare)
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    import time
+
+    from tutor.modules import load_library
+    from tutor.teach.understanding import warm
+
+    started = time.perf_counter()
+    modules = list(load_library(args.modules_dir).modules.values())
+    if not warm(modules):
+        print("tutor teach prepare: the semantic layer is not installed (see the message above)", file=sys.stderr)
+        return 1
+    print(f"teaching ready: {len(modules)} module(s), {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _suite_files(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
+    """(set name, file, kind) for every suite file to run; the kind is the file name's start
+    (questions, answers, intents) unless given by --questions or --answers."""
+    if args.questions or args.answers:
+        return [("given", path, kind) for path, kind in ((args.questions, "question"), (args.answers, "answer"))
+                if path]
+    out = []
+    for path in args.sets or [SUITES, SUITES / "dev", SUITES / "holdout"]:
+        files = sorted(p for p in path.glob("*.yaml")) if path.is_dir() else [path]
+        name = {SUITES: "own", SUITES / "dev": "dev", SUITES / "holdout": "holdout"}.get(path, str(path))
+        out += [(name, file, file.stem.split("_")[0].rstrip("s")) for file in files]
+    return out
 
 
 def run_eval(args: argparse.Namespace) -> int:
     from tutor.modules import ModuleNotServable, load_library
-    from tutor.teach.suites import GOALS, SuiteError, evaluate_judge, evaluate_retrieval, load_answers, load_questions
+    from tutor.teach.suites import (
+        GOALS,
+        SuiteError,
+        evaluate_intents,
+        evaluate_judge,
+        evaluate_retrieval,
+        load_answers,
+        load_intents,
+        load_questions,
+    )
 
+    reports: list[dict] = []
     try:
         library = load_library(args.modules_dir)
-        module_id = _suite_module(args.questions)
-        module = library.get(module_id)
-        questions = load_questions(args.questions, module)
-        answers = load_answers(args.answers, module)
-    except (SuiteError, ModuleNotServable) as exc:
+        plan = []
+        for name, path, kind in _suite_files(args):
+            loader = {"question": load_questions, "answer": load_answers, "intent": load_intents}.get(kind)
+            if loader is None:
+                raise SuiteError(f"{path}: a suite file's name starts with questions, answers or intents")
+            module = library.get(_suite_module(path))
+            plan.append((name, path, module, kind, loader(path, module)))
+    except (SuiteError, ModuleNotServable, OSError) as exc:
         print(f"tutor teach eval: {exc}", file=sys.stderr)
         return 2
-    retrieval = evaluate_retrieval(module, questions, k=args.k)
-    judge = evaluate_judge(module, answers)
-    ok = retrieval.ok and judge.ok
+    screen = _screen(library)
+    ok = True
+    for name, path, module, kind, cases in plan:
+        if kind == "question":
+            report = evaluate_retrieval(module, cases, k=args.k)
+            entry = {"groups": {g: t.rates() for g, t in report.groups.items()}, "passages": report.passages,
+                     "query_ms_p50": round(report.query_ms_p50, 3), "misses": report.misses}
+        elif kind == "answer":
+            report = evaluate_judge(module, cases)
+            entry = {"n": report.n, "within_band": report.within, "agreement": report.agreement,
+                     "by_kind": {k: {"within": v[0], "n": v[1]} for k, v in report.by_kind.items()},
+                     "by_lang": {k: {"within": v[0], "n": v[1]} for k, v in report.by_lang.items()},
+                     "good_mastered": report.good_mastered, "good": report.good,
+                     "wrongly_mastered": report.wrongly_mastered, "examples_mastered": report.examples_mastered,
+                     "examples": report.examples, "ms_per_answer": round(report.ms_per_answer, 3),
+                     "misses": report.misses}
+        else:
+            report = evaluate_intents(module, cases, screen)
+            entry = {"n": report.n, "right": report.right, "accuracy": report.accuracy,
+                     "by_intent": {k: {"right": v[0], "n": v[1]} for k, v in report.by_intent.items()},
+                     "by_lang": {k: {"right": v[0], "n": v[1]} for k, v in report.by_lang.items()},
+                     "answers_missed": report.answers_missed, "judged_non_answers": report.judged_non_answers,
+                     "misses": report.misses}
+        passed = report.ok if kind != "intent" else report.accuracy >= GOALS["intent"]
+        ok &= passed
+        reports.append({"set": name, "file": str(path), "module": module.id, "kind": kind, "ok": passed, **entry})
     if args.json:
-        print(json.dumps({
-            "module": module.id,
-            "goals": GOALS,
-            "ok": ok,
-            "retrieval": {
-                "k": args.k,
-                "groups": {name: t.rates() for name, t in retrieval.groups.items()},
-                "passages": retrieval.passages,
-                "build_ms": round(retrieval.build_ms, 2),
-                "query_ms_p50": round(retrieval.query_ms_p50, 3),
-                "query_ms_max": round(retrieval.query_ms_max, 3),
-                "misses": retrieval.misses,
-            },
-            "judge": {
-                "n": judge.n,
-                "within_band": judge.within,
-                "agreement": judge.agreement,
-                "by_kind": {k: {"within": v[0], "n": v[1]} for k, v in judge.by_kind.items()},
-                "examples_mastered": judge.examples_mastered,
-                "examples": judge.examples,
-                "ms_per_answer": round(judge.ms_per_answer, 3),
-                "misses": judge.misses,
-            },
-        }, ensure_ascii=False, indent=2))
-        return 0 if ok else 1
-    print(f"Teaching suites for module {module.id}\n")
-    print(f"Retrieval ({len(questions)} questions, {retrieval.passages} passages, k={args.k}); "
-          f"goals top-1 >= {GOALS['top1']:.0%}, top-3 >= {GOALS['top3']:.0%}")
-    print(f"  {'group':<10}{'n':>4}{'top-1':>9}{'top-3':>9}   strict (expected topic only)")
-    for name, tally in retrieval.groups.items():
-        r = tally.rates()
-        print(f"  {name:<10}{tally.n:>4}{r['top1']:>9.1%}{r['top3']:>9.1%}   "
-              f"{r['strict_top1']:.1%} / {r['strict_top3']:.1%}")
-    print(f"  index build {retrieval.build_ms:.1f} ms; query p50 {retrieval.query_ms_p50:.2f} ms, "
-          f"max {retrieval.query_ms_max:.2f} ms")
-    print(f"\nBuilt-in judge ({judge.n} answers); goal within band >= {GOALS['judge']:.0%}")
-    print(f"  within band: {judge.within}/{judge.n} = {judge.agreement:.1%}   "
-          + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in judge.by_kind.items()))
-    print(f"  example answers at or above their threshold: {judge.examples_mastered}/{judge.examples}")
-    print(f"  {judge.ms_per_answer:.2f} ms per answer")
-    if args.misses > 0:
-        for miss in retrieval.misses[:args.misses]:
-            mark = "top-3" if miss["top3"] else "MISS "
-            print(f"\n{mark} [{miss['lang']}] {miss['question']}\n      expected {miss['expected']}, got {miss['got']}")
-        for miss in judge.misses[:args.misses]:
-            print(f"\nJUDGE {miss['check']} ({miss['kind']}, band {miss['band']}) scored {miss['score']}: "
-                  f"{miss['answer'][:160]!r}")
-    print(f"\n{'all goals met' if ok else 'BELOW GOALS'}")
+        print(json.dumps({"goals": GOALS, "ok": ok, "suites": reports}, ensure_ascii=False, indent=2))
+    else:
+        _print(reports, args.misses)
+        print(f"\n{'all goals met' if ok else 'BELOW GOALS'}")
     return 0 if ok else 1
+
+
+def _screen(library):
+    """The offline safety screen as the app runs it: a message it flags never reaches teaching."""
+    from tutor.risk.config import load_safety
+    from tutor.risk.offline import offline_screen
+
+    config, semantic = load_safety(), library.semantic
+    return lambda text: offline_screen(text, config, semantic)
+
+
+def _pct(right: int, n: int) -> str:
+    return f"{right}/{n} = {right / n:.1%}" if n else "-"
+
+
+def _print(reports: list[dict], misses: int) -> None:
+    from tutor.teach.suites import GOALS
+
+    current = None
+    for r in reports:
+        if r["set"] != current:
+            current = r["set"]
+            print(f"\n=== set {current} ===")
+        print(f"\n{r['kind']}s: {r['file']} (module {r['module']})")
+        if r["kind"] == "question":
+            print(f"  {'group':<9}{'n':>4}{'top-1':>8}{'top-3':>8}   refused (off topic, medical)   wrongly refused")
+            for g, t in r["groups"].items():
+                print(f"  {g:<9}{t['n']:>4}{t['top1']:>8.1%}{t['top3']:>8.1%}   "
+                      f"{round(t['refused'] * t['refusals'])}/{t['refusals']}{'':<22}{t['wrongly_refused']:.1%}")
+            shown = [m for m in r["misses"]][:misses]
+            for m in shown:
+                print(f"    miss [{m['lang']}] {m['question'][:90]!r}: expected {m['expected']}, "
+                      f"read {m['intent']}, got {m['got'][:3]}")
+        elif r["kind"] == "answer":
+            print(f"  within band {_pct(r['within_band'], r['n'])} (goal {GOALS['judge']:.0%}); by kind "
+                  + ", ".join(f"{k} {v['within']}/{v['n']}" for k, v in r["by_kind"].items())
+                  + "; by language " + ", ".join(f"{k} {v['within']}/{v['n']}" for k, v in r["by_lang"].items()))
+            print(f"  good answers at mastery {_pct(r['good_mastered'], r['good'])}; wrong, swapped or gaming "
+                  f"at mastery: {len(r['wrongly_mastered'])}; example answers mastered "
+                  f"{r['examples_mastered']}/{r['examples']}; {r['ms_per_answer']:.2f} ms per answer")
+            for m in r["misses"][:misses]:
+                print(f"    judge {m['check']} ({m['kind']}, band {m['band']}) scored {m['score']}: "
+                      f"{m['answer'][:100]!r}")
+        else:
+            print(f"  right {_pct(r['right'], r['n'])}; answers not judged {r['answers_missed']}, "
+                  f"other messages judged as answers {r['judged_non_answers']}")
+            print("  by intent " + ", ".join(f"{k} {v['right']}/{v['n']}" for k, v in sorted(r["by_intent"].items()))
+                  + "; by language " + ", ".join(f"{k} {v['right']}/{v['n']}" for k, v in r["by_lang"].items()))
+            for m in r["misses"][:misses]:
+                print(f"    [{m['lang']}] {m['text'][:80]!r} (check {m['check']}): expected {m['expected']}, "
+                      f"read {m['got']}")
 
 
 def _suite_module(path: Path) -> str:

@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 from tutor.contract import Progress
 from tutor.i18n import N_, Translator, translator
 from tutor.llm.authored import markdown_blocks
-from tutor.llm.base import CheckData, Completion, CompletionRequest, PassageData, TurnContext
+from tutor.llm.base import CheckData, Completion, CompletionRequest, TurnContext
+from tutor.llm.builtin_answers import block as _block
+from tutor.llm.builtin_answers import respond_to_learner as _respond_to_learner
 from tutor.progress import (
     ProgressState,
     coverage_count,
@@ -51,7 +53,6 @@ from tutor.progress import (
     module_state,
     next_topic,
     percentage,
-    words,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,16 +60,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BuiltinTutor", "compose_reply", "markdown_blocks"]
 
-# First words that make a message a request to be taught something, in any topic order
-# (accents folded: Vietnamese "kể", "giải thích", "tiếp theo", "xem lại", "tại sao", "vì sao").
-_ASKING = frozenset("what why how when where who which can could is are do does tell explain "
-                    "show review next describe define more "
-                    "ke giai tiep xem tai vi lam hay".split())
-_MOVING_ON = frozenset("continue next ok okay yes sure go ready done tiep vang duoc".split())
 SKIP_REPLY = N_("Skip this check")
 SUMMARY_REPLY = N_("Show me a summary")
 CONTINUE_REPLY = N_("Continue")
-_SECOND_PASSAGE = 0.85  # a second passage is quoted when it scores this close to the best
+_WAITS = ("off_topic", "medical", "more")
 
 
 class BuiltinTutor:
@@ -95,11 +90,15 @@ def compose_reply(ctx: TurnContext | None) -> str:
         return _dump({"content": {"text_blocks": blocks}, "meta": {"response_type": "error"}})
     module, state, ask = ctx.module, ctx.progress, ctx.teaching.ask
     t = translator(module.language)
-    blocks, topic, quoted = _respond_to_learner(ctx, t)
+    blocks, topic, quoted = (_greeting(module, state, t), None, ()) if ctx.learner is None else \
+        _respond_to_learner(ctx, t)
     seen = set(state.covered)
-    if ask is not None and not (ask.again and ctx.teaching.intent == "question"):
+    # The learner's message was answered (off topic, medical, more on the same topic): the
+    # lesson waits for them instead of moving on by itself.
+    waits = ctx.teaching.intent in _WAITS
+    if ask is not None and not (ask.again and ctx.teaching.intent in ("question", *_WAITS)):
         topic = None  # a check turn teaches nothing new; a question asked meanwhile is answered
-    elif ask is None and topic is None and not quoted and ctx.teaching.intent != "summary":
+    elif ask is None and topic is None and not quoted and ctx.teaching.intent != "summary" and not waits:
         goto = module.topic(ctx.teaching.goto_topic) if ctx.teaching.goto_topic else None
         topic = goto or next_topic(module, state)
     shown = [topic.id] if topic is not None else list(quoted)
@@ -115,7 +114,7 @@ def compose_reply(ctx: TurnContext | None) -> str:
             content["forms"] = [topic.form.form.model_dump(mode="json", exclude_none=True)]
         if topic.media:
             content["media"] = [m.model_dump(mode="json", exclude_none=True) for m in topic.media]
-    elif ask is None and not quoted:
+    elif ask is None and not quoted and not waits:
         blocks += _summary(module, claimed, t)
     if milestone:
         blocks += _celebrate(module, milestone, claimed, t)
@@ -126,7 +125,8 @@ def compose_reply(ctx: TurnContext | None) -> str:
     learner, judged = ctx.learner, ctx.teaching.judged
     emotion = ("celebratory" if milestone else "encouraging" if learner is None or ask is not None or judged
                else "supportive" if learner.is_form else "informative")
-    response_type = ("educational" if topic or quoted else "assessment" if ask is not None else "summary")
+    response_type = ("educational" if topic or quoted else "assessment" if ask is not None
+                     else "conversational" if waits else "summary")
     progress = Progress(
         percentage=percentage(module, claimed),
         covered_topics=[t for t in claimed.covered if t in set(module.topic_ids)],
@@ -145,75 +145,12 @@ def compose_reply(ctx: TurnContext | None) -> str:
     })
 
 
-def _respond_to_learner(ctx: TurnContext, t: Translator) -> tuple[list[dict[str, Any]], Topic | None, tuple[str, ...]]:
-    """What the tutor says about the learner's input, the topic asked for, if any, and the
-    topics whose passages it quoted."""
-    module, learner, teaching = ctx.module, ctx.learner, ctx.teaching
-    if learner is None:
-        return _greeting(module, ctx.progress, t), None, ()
-    if teaching.judged is not None:
-        return [], None, ()  # the server shows the score and feedback above this reply
-    if learner.is_form:
-        return _acknowledge_form(t), None, ()
-    text = learner.text or ""
-    mentioned = [t for t in module.topics if t.id in ctx.detected]
-    if teaching.intent == "question" and teaching.passages:
-        # A question about a topic by name, whose best passage is that topic's, is a request
-        # to be taught it; any other question is answered from the passages.
-        top = teaching.passages[0].topic_id
-        named = [t for t in mentioned if _contains(text, t.title)] or [t for t in mentioned if t.id == top]
-        if named:
-            return [], named[0], ()
-        return _answer_from(module, teaching.passages, t)
-    if mentioned and _asks(text):
-        # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
-        # the topic named by its title is the one asked about.
-        titled = [t for t in mentioned if _contains(text, t.title)]
-        return [], (titled or mentioned)[0], ()
-    if teaching.intent == "skip":
-        return [_block("paragraph", t("No problem. We can come back to it later."))], None, ()
-    if mentioned:
-        titles = ", ".join(f"**{m.title}**" for m in mentioned)
-        return [_block("paragraph", t("Thank you for sharing that. It connects to {titles}.", titles=titles))], None, ()
-    if _asks(text, questions_only=True):
-        return [_block("paragraph", t("I don't have a prepared answer to that question. Ask about any "
-                                      "topic of this module by name, or let's carry on."))], None, ()
-    if not _navigates(text) and teaching.intent not in ("retry", "summary", "navigate"):
-        return [_block("paragraph", t("Thank you for sharing that."))], None, ()
-    return [], None, ()
-
-
-def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
-    """The best passage, and a second that scores nearly as well, quoted with their topic
-    and source."""
-    best = passages[0].score or 1.0
-    chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
-    blocks = [_block("paragraph", t("Here is what this module's material says about that:"))]
-    topics: list[str] = []
-    for passage in chosen:
-        topic = module.topic(passage.topic_id) if passage.topic_id else None
-        blocks.append(_block("quote", passage.text.strip()))
-        part = (passage.section_title != passage.source_title
-                and passage.section_id != (topic.id if topic else None))
-        source, section = passage.source_title, passage.section_title
-        if topic is not None:
-            where = (t("From *{source}*, “{section}”, part of the topic **{topic}**.", source=source, section=section,
-                       topic=topic.title) if part else
-                     t("From *{source}*, part of the topic **{topic}**.", source=source, topic=topic.title))
-            topics.append(topic.id)
-        else:
-            where = (t("From *{source}*, “{section}”", source=source, section=section) if part
-                     else t("From *{source}*", source=source))
-        blocks.append(_block("paragraph", where))
-    return blocks, None, tuple(dict.fromkeys(topics))
-
-
 def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[str, Any]]:
     judged, title = ctx.teaching.judged, ask.topic_title
     if judged is not None and judged.check_id == ask.check_id:
         text = (t("You can try again below, or carry on.") if judged.score is None else
                 t("Have another go below when you're ready, or skip it for now: we can come back to it later."))
-    elif ask.again and ctx.teaching.intent == "question":
+    elif ask.again and ctx.teaching.intent in ("question", "share", *_WAITS):
         text = t("When you're ready, the question about **{topic}** is still below.", topic=title)
     elif ask.again and ctx.teaching.intent == "retry":
         text = t("Of course. Here is the question about **{topic}** again.", topic=title)
@@ -260,31 +197,6 @@ def _next_step(ctx: TurnContext, topic: Topic | None, quoted: tuple[str, ...], d
     return {"prompt": prompt, "suggestions": list(dict.fromkeys(suggestions)), "can_skip": True}
 
 
-def _block(kind: str, text: str, level: int | None = None) -> dict[str, Any]:
-    return {"type": kind, "content": text, **({"level": level} if level else {})}
-
-
-def _first_word(text: str) -> str:
-    found = words(text)
-    return found[0] if found else ""
-
-
-def _asks(text: str, questions_only: bool = False) -> bool:
-    """A question, or (unless questions_only) a request to be taught ("Next: X")."""
-    if "?" in text or "\uff1f" in text:
-        return True
-    return not questions_only and _first_word(text) in _ASKING
-
-
-def _navigates(text: str) -> bool:
-    return _first_word(text) in _MOVING_ON
-
-
-def _contains(text: str, phrase: str) -> bool:
-    needle = " ".join(words(phrase))
-    return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
-
-
 def _greeting(module: Module, state: ProgressState, t: Translator) -> list[dict[str, Any]]:
     total = len(module.topic_ids)
     done = coverage_count(module, state)
@@ -314,12 +226,6 @@ def _teach(topic: Topic, t: Translator) -> list[dict[str, Any]]:
         blocks.append(_block("paragraph", t("Let's explore **{topic}**. What do you already know "
                                             "about it, or what would you like to ask?", topic=topic.title)))
     return blocks
-
-
-def _acknowledge_form(t: Translator) -> list[dict[str, Any]]:
-    # The answers are on the page twice already (the learner's message and the read-only
-    # form): the tutor thanks and goes on, without listing them a third time.
-    return [_block("paragraph", t("Thank you. Let's keep going."))]
 
 
 def _celebrate(module: Module, milestone: str, state: ProgressState, t: Translator) -> list[dict[str, Any]]:

@@ -264,26 +264,53 @@ class Index:
             return []
         return self._search(tokens(query[:2000]), k, per_topic)
 
-    def _search(self, query: list[str], k: int, per_topic: int | None) -> list[Passage]:
-        if not self.passages or k < 1:
-            return []
+    def lexical(self, query: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per passage: its own BM25 score and the blend with its topic card's (each scaled
+        to the best for the query, 0..1); None when the query shares no token with any."""
+        if not self.passages:
+            return None
         wanted = [t for t in query if t in self._vocab]
         if not wanted:
-            return []
+            return None
         wanted += [t for t in wanted if "_" not in t]  # a word counts twice, a pair of words once
         own = np.asarray(self._scorer.scores(wanted), dtype=float)
         topic = np.asarray(self._topic_scorer.scores(wanted), dtype=float)
         if own.max() <= 0:
-            return []
+            return None
         blended = _TOPIC_SHARE * topic[self._topic_at] / (topic.max() or 1.0) + (1 - _TOPIC_SHARE) * own / own.max()
+        return own, blended
+
+    @property
+    def topic_at(self) -> np.ndarray:
+        """Per passage, the position of its topic in `topics`."""
+        return self._topic_at
+
+    @property
+    def topics(self) -> list[str | None]:
+        return self._topics
+
+    def _search(self, query: list[str], k: int, per_topic: int | None) -> list[Passage]:
+        if not self.passages or k < 1:
+            return []
+        scored = self.lexical(query)
+        if scored is None:
+            return []
+        own, blended = scored
+        return self.ranked(blended, k, per_topic, own > 0)
+
+    def ranked(self, scores: np.ndarray, k: int, per_topic: int | None, eligible: np.ndarray | None = None
+               ) -> list[Passage]:
+        """The `k` passages with the highest `scores` (at most `per_topic` from one topic),
+        among the `eligible` ones, each carrying its score."""
         out: list[Passage] = []
         taken: dict[str | None, int] = {}
-        for i in np.argsort(-blended, kind="stable"):
+        for i in np.argsort(-scores, kind="stable"):
             passage = self.passages[int(i)]
-            if own[i] <= 0 or (per_topic is not None and taken.get(passage.topic_id, 0) >= per_topic):
+            if (eligible is not None and not eligible[i]) or (
+                    per_topic is not None and taken.get(passage.topic_id, 0) >= per_topic):
                 continue
             taken[passage.topic_id] = taken.get(passage.topic_id, 0) + 1
-            out.append(Passage(round(float(blended[i]), 4), passage.source_id, passage.source_title,
+            out.append(Passage(round(float(scores[i]), 4), passage.source_id, passage.source_title,
                                passage.section_id, passage.section_title, passage.topic_id, passage.text))
             if len(out) == k:
                 break

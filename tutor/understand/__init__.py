@@ -17,6 +17,7 @@ from tutor.understand.embedder import (
     embed_async,
     embedder,
     model_id,
+    run_embedding,
 )
 from tutor.understand.ngrams import HASH_DIM, SparseRows, ngram_rows
 from tutor.understand.softmax import SoftmaxClassifier, train_softmax
@@ -28,6 +29,7 @@ __all__ = [
     "Embedder",
     "EmbedderUnavailable",
     "HASH_DIM",
+    "run_embedding",
     "SparseRows",
     "SoftmaxClassifier",
     "VectorCache",

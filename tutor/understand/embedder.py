@@ -15,12 +15,15 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["DIM", "Embedder", "EmbedderUnavailable", "embed_async", "embedder", "model_id"]
+__all__ = ["DIM", "Embedder", "EmbedderUnavailable", "embed_async", "embedder", "model_id", "run_embedding"]
+
+T = TypeVar("T")
 
 log = logging.getLogger("tutor.understand")
 
@@ -28,6 +31,7 @@ DIM = 384
 # A text longer than this is cut before it is embedded: callers read long messages in
 # windows (tutor.understand.spans), and the model's cost grows with every token.
 MAX_CHARS = 600
+PASSAGE_CHARS = 1500  # a module's passage (about 170 words at most): embedded once, kept on disk
 KEPT_TEXTS = 4096
 
 
@@ -87,12 +91,16 @@ class Embedder:
                     self._kept.popitem(last=False)
         return out
 
-    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
-        """A large batch (an exemplar bank, a module's passages), not kept in memory."""
+    def embed_many(self, texts: Sequence[str], *, passages: bool = False) -> np.ndarray:
+        """A large batch (an exemplar bank, a module's passages), not kept in memory. With
+        `passages`, the e5 "passage: " prefix: texts to be found by a question, not compared
+        with one another."""
         out = np.empty((len(texts), DIM), dtype=np.float32)
+        encode = self._model.passage if passages else self._model.query
+        limit = PASSAGE_CHARS if passages else MAX_CHARS
         with self._lock:
             for i, text in enumerate(texts):
-                out[i] = self._model.query(text[:MAX_CHARS])
+                out[i] = encode(text[:limit])
         return out
 
 
@@ -114,5 +122,10 @@ def embedder() -> Embedder:
 
 async def embed_async(texts: Sequence[str]) -> np.ndarray:
     """embedder().embed(texts) in the embedding thread: the event loop keeps serving."""
+    return await run_embedding(lambda: embedder().embed(texts))
+
+
+async def run_embedding(work: Callable[[], T]) -> T:
+    """`work()` (which embeds, then reads the vectors) in the embedding thread."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_executor, lambda: embedder().embed(texts))
+    return await loop.run_in_executor(_executor, work)

@@ -1,0 +1,161 @@
+"""What the built-in tutor says about the learner's message (tutor.llm.builtin): an answer
+to their question from the module's passages, more on the topic they are on, the module's
+referral for a medical question, a kind word for what they shared, or a plain "this module
+doesn't cover that" with what it does cover. The server decided what the message is doing
+(`TeachingContext.intent`, tutor.teaching); this module only words it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tutor.i18n import Translator
+from tutor.llm.authored import markdown_blocks
+from tutor.llm.base import PassageData, TurnContext
+from tutor.progress import words
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.modules import Module, Topic
+
+__all__ = ["block", "respond_to_learner"]
+
+# First words that make a message a request to be taught something, in any topic order
+# (accents folded: Vietnamese "kể", "giải thích", "tiếp theo", "xem lại", "tại sao", "vì sao").
+_ASKING = frozenset("what why how when where who which can could is are do does tell explain "
+                    "show review next describe define more "
+                    "ke giai tiep xem tai vi lam hay".split())
+_MOVING_ON = frozenset("continue next ok okay yes sure go ready done tiep vang duoc".split())
+_SECOND_PASSAGE = 0.85  # a second passage is quoted when it scores this close to the best
+
+
+def block(kind: str, text: str, level: int | None = None) -> dict[str, Any]:
+    return {"type": kind, "content": text, **({"level": level} if level else {})}
+
+
+def respond_to_learner(ctx: TurnContext, t: Translator) -> tuple[list[dict[str, Any]], Topic | None, tuple[str, ...]]:
+    """What the tutor says about the learner's input, the topic asked for, if any, and the
+    topics whose passages it quoted."""
+    module, learner, teaching = ctx.module, ctx.learner, ctx.teaching
+    if teaching.judged is not None:
+        return [], None, ()  # the server shows the score and feedback above this reply
+    if learner.is_form:
+        return _acknowledge_form(t), None, ()
+    text = learner.text or ""
+    mentioned = [t for t in module.topics if t.id in ctx.detected]
+    intent = teaching.intent
+    if intent == "medical":
+        return _medical(module, t), None, ()
+    titled = [t for t in mentioned if _contains(text, t.title)]
+    if titled and _asks(text):  # "Tell me about Body, mind and behaviour": that topic, whatever else
+        return [], titled[0], ()
+    if intent == "off_topic":
+        return _not_covered(module, t), None, ()
+    if intent == "more":
+        if teaching.passages:
+            return _answer_from(module, teaching.passages, t, t("Here is more on that from the module's material:"))
+        return [block("paragraph", t("That is all this module says about it. You can ask me a question about "
+                                     "it, or we can go on."))], None, ()
+    if intent == "question" and teaching.passages:
+        # A question naming a topic by its title, or by a keyword when that topic's passage
+        # answers it best and it has not been taught yet, is a request to be taught it; any
+        # other question is answered from the passages (a taught topic is not shown again).
+        top = teaching.passages[0].topic_id
+        seen = set(ctx.progress.covered)
+        named = [t for t in mentioned if _contains(text, t.title)] or [
+            t for t in mentioned if t.id == top and t.id not in seen]
+        if named:
+            return [], named[0], ()
+        return _answer_from(module, teaching.passages, t)
+    if intent == "share" and teaching.passages:
+        return _answer_from(module, teaching.passages[:1], t,
+                            t("Thank you for sharing that. This part of the module may speak to it:"))
+    if mentioned and _asks(text):
+        # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
+        # the topic named by its title is the one asked about.
+        titled = [t for t in mentioned if _contains(text, t.title)]
+        return [], (titled or mentioned)[0], ()
+    if teaching.intent == "skip":
+        return [block("paragraph", t("No problem. We can come back to it later."))], None, ()
+    if mentioned:
+        titles = ", ".join(f"**{m.title}**" for m in mentioned)
+        return [block("paragraph", t("Thank you for sharing that. It connects to {titles}.", titles=titles))], None, ()
+    if _asks(text, questions_only=True):
+        return [block("paragraph", t("I don't have a prepared answer to that question. Ask about any "
+                                      "topic of this module by name, or let's carry on."))], None, ()
+    if not _navigates(text) and teaching.intent not in ("retry", "summary", "navigate"):
+        return [block("paragraph", t("Thank you for sharing that."))], None, ()
+    return [], None, ()
+
+
+def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator, intro: str = ""
+                 ) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
+    """The best passage, and a second that scores nearly as well, quoted with their topic
+    and source."""
+    best = passages[0].score or 1.0
+    chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
+    blocks = [block("paragraph", intro or t("Here is what this module's material says about that:"))]
+    topics: list[str] = []
+    for passage in chosen:
+        topic = module.topic(passage.topic_id) if passage.topic_id else None
+        blocks.append(block("quote", passage.text.strip()))
+        part = (passage.section_title != passage.source_title
+                and passage.section_id != (topic.id if topic else None))
+        source, section = passage.source_title, passage.section_title
+        if topic is not None:
+            where = (t("From *{source}*, “{section}”, part of the topic **{topic}**.", source=source, section=section,
+                       topic=topic.title) if part else
+                     t("From *{source}*, part of the topic **{topic}**.", source=source, topic=topic.title))
+            topics.append(topic.id)
+        else:
+            where = (t("From *{source}*, “{section}”", source=source, section=section) if part
+                     else t("From *{source}*", source=source))
+        blocks.append(block("paragraph", where))
+    return blocks, None, tuple(dict.fromkeys(topics))
+
+
+def _first_word(text: str) -> str:
+    found = words(text)
+    return found[0] if found else ""
+
+
+def _asks(text: str, questions_only: bool = False) -> bool:
+    """A question, or (unless questions_only) a request to be taught ("Next: X")."""
+    if "?" in text or "\uff1f" in text:
+        return True
+    return not questions_only and _first_word(text) in _ASKING
+
+
+def _navigates(text: str) -> bool:
+    return _first_word(text) in _MOVING_ON
+
+
+def _contains(text: str, phrase: str) -> bool:
+    needle = " ".join(words(phrase))
+    return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
+
+
+
+
+def _acknowledge_form(t: Translator) -> list[dict[str, Any]]:
+    # The answers are on the page twice already (the learner's message and the read-only
+    # form): the tutor thanks and goes on, without listing them a third time.
+    return [block("paragraph", t("Thank you. Let's keep going."))]
+
+
+def _medical(module: Module, t: Translator) -> list[dict[str, Any]]:
+    """The module's referral for medicines, doses and diagnoses (authored, else the app's)."""
+    authored = markdown_blocks(module.medical_reply or "")
+    if authored:
+        return [b.model_dump(mode="json", exclude_none=True) for b in authored]
+    return [block("paragraph", t("Questions about medicines, doses or a diagnosis need someone who knows your "
+                                 "health: please ask your doctor or pharmacist, and don't start, change or stop a "
+                                 "medicine without them. I can help you understand the topics of this module.")),
+            ]
+
+
+def _not_covered(module: Module, t: Translator) -> list[dict[str, Any]]:
+    """Off topic: say so plainly, and what the module does cover, instead of a stray quote."""
+    sections = ", ".join(f"**{s.title}**" for s in module.sections)
+    return [block("paragraph", t("That isn't something this module covers, so I'd rather not guess. "
+                                 "*{title}* is about: {sections}. Ask me about any of these, or let's carry on.",
+                                 title=module.title, sections=sections))]

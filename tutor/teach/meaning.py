@@ -1,0 +1,213 @@
+"""Finding the passage that answers a question by meaning as well as by words.
+
+Hybrid retrieval: BM25 over the module's passages and topic cards (tutor.teach.retrieval)
+beside the sentence-embedding model (tutor.understand). A question's vector is compared
+with every passage's ("passage: " vectors, computed once per content and kept on disk by a
+hash of the text) and with every topic's card (title, keywords, aliases and check
+questions). Each signal is scaled to the question (the best passage 1, the median 0), and
+the three are added with the weights below. The vectors are multilingual, so a Vietnamese
+question reaches an English passage with no shared word.
+
+Off-topic: a question whose best passage and best card are both far (cosine below
+OFF_TOPIC_BELOW) gets no passage at all — "that isn't in this module" — instead of the
+least unrelated quote. The embedding model's cosines sit in a narrow band (unrelated ~0.75,
+close ~0.85+); the threshold was set on the development sets (evals/teach/dev).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tutor.material import MODULE_SOURCE_ID
+from tutor.teach.intent_bank import bank
+from tutor.teach.retrieval import Index, Passage, tokens
+from tutor.text import words
+from tutor.understand import (
+    HASH_DIM, SoftmaxClassifier, VectorCache, cache_dir, embedder, fold_accents, model_id, ngram_rows, train_softmax,
+    windows,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.material import Check
+    from tutor.modules import Module, Topic
+
+__all__ = ["OFF_TOPIC_BELOW", "Found", "ModuleVectors", "check_text", "find", "module_vectors", "more_about",
+           "warm_vectors"]
+
+W_LEXICAL = 0.35
+W_PASSAGE = 0.40
+W_CARD = 0.20
+W_TOPIC = 1.0
+ELSEWHERE = "(elsewhere)"  # the topic reader's class for messages about none of the module's topics
+ELSEWHERE_ABOVE = 0.85
+TOPIC_TRAINING = {"l2": 1e-4, "steps": 300, "scale": 2.0}
+CLASSIFIER_WINDOW = 25  # words per training window of a topic's material
+_MARKUP = re.compile(r"^\s*(#+|[-*>]|\d+\.|!!!\s*\w+)\s*", re.MULTILINE)
+OFF_TOPIC_BELOW = 0.80
+WINDOW_WORDS = 60  # a passage is read in windows of whole sentences: the model reads short texts best
+
+
+@dataclass(frozen=True)
+class Found:
+    passages: list[Passage]  # best first; empty when off topic
+    relevance: float  # the best cosine between the question and a passage or a topic card
+    off_topic: bool
+    topic_share: float = 0.0  # the topic reader's probability for the likeliest of the module's topics
+
+
+def _card(topic: Topic) -> str:
+    parts = [topic.title, *topic.keywords, *topic.aliases, *(c.question for c in topic.checks)]
+    return ". ".join(p for p in parts if p)
+
+
+class ModuleVectors:
+    """A module's passages and topic cards as unit vectors, in the order of its Index."""
+
+    _cache: dict[int, tuple[weakref.ref, ModuleVectors]] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, module: Module, index: Index) -> None:
+        model = embedder()
+        texts: list[str] = []
+        owner: list[int] = []  # per window, its passage
+        for i, passage in enumerate(index.passages):
+            for start, end in windows(passage.text, WINDOW_WORDS):
+                texts.append(f"{passage.section_title}. {passage.text[start:end]}")
+                owner.append(i)
+        self.windows = VectorCache(model_id(), f"passages-{module.id}").vectors(
+            texts, lambda batch: model.embed_many(batch, passages=True)) if texts else np.zeros((0, 1), np.float32)
+        self.owner = np.array(owner, dtype=np.intp)
+        self.count = len(index.passages)
+        by_id = {t.id: t for t in module.topics}
+        cards = [_card(by_id[t]) if t in by_id else module.title for t in index.topics]
+        self.cards = VectorCache(model_id(), f"cards-{module.id}").vectors(cards, model.embed_many) \
+            if cards else np.zeros((0, 1), np.float32)
+        self.topics = _topic_reader(module, index)
+        checks = [check for topic in module.topics for check in topic.checks]
+        rows = VectorCache(model_id(), f"checks-{module.id}").vectors(
+            [check_text(c) for c in checks], model.embed_many) if checks else []
+        self.checks = {c.id: row for c, row in zip(checks, rows)}  # what an answer to each check is about
+
+    @classmethod
+    def build(cls, module: Module) -> ModuleVectors:
+        key = id(module)
+        with cls._lock:
+            hit = cls._cache.get(key)
+            if hit is not None and hit[0]() is module:
+                return hit[1]
+        vectors = cls(module, Index.build(module))
+        with cls._lock:
+            cls._cache[key] = (weakref.ref(module, lambda _r, k=key: cls._cache.pop(k, None)), vectors)
+        return vectors
+
+
+module_vectors = ModuleVectors.build
+
+
+def warm_vectors(modules: list[Module]) -> None:
+    """Embed the modules' passages now (in a thread at start; from the disk cache after the
+    first time), so no learner waits for it."""
+    for module in modules:
+        ModuleVectors.build(module)
+
+
+def elsewhere() -> list[str]:
+    """Messages about anything but learning (the intent bank's `chat`): what the topic
+    reader learns "not this module" from."""
+    return [text for act, text in bank() if act == "chat"]
+
+
+def _topic_reader(module: Module, index: Index) -> SoftmaxClassifier | None:
+    """A classifier from a message to the topic whose material it is about, learnt from the
+    module itself: every sentence window of a topic's passages, and its title, keywords,
+    aliases, suggested questions and check questions (each also folded to plain letters, as
+    learners type Vietnamese). Trained once per content and model, kept on disk."""
+    texts: list[str] = []
+    labels: list[str] = []
+    for passage in index.passages:
+        if passage.topic_id is None:
+            continue
+        plain = _MARKUP.sub("", passage.text)
+        for start, end in windows(plain, CLASSIFIER_WINDOW):
+            texts.append(plain[start:end])
+            labels.append(passage.topic_id)
+    for topic in module.topics:
+        for text in (topic.title, *topic.keywords, *topic.aliases, *topic.suggestions, *(c.question for c in topic.checks)):
+            texts.append(text)
+            labels.append(topic.id)
+    for text in elsewhere():
+        texts.append(text)
+        labels.append(ELSEWHERE)
+    folded = [fold_accents(t) for t in texts]
+    texts, labels = texts + [f for f, t in zip(folded, texts) if f != t], labels + [
+        label for f, t, label in zip(folded, texts, labels) if f != t]
+    if len(set(labels)) < 2:
+        return None
+    model = embedder()
+    version = hashlib.sha256(json.dumps([model.id, HASH_DIM, TOPIC_TRAINING, texts, labels], ensure_ascii=False)
+                             .encode("utf-8")).hexdigest()[:16]
+    path = cache_dir() / "models" / f"topics-{module.id}-{version}.npz"
+    classifier = SoftmaxClassifier.load(path)
+    if classifier is None:
+        vectors = VectorCache(model.id, f"topic-windows-{module.id}").vectors(texts, model.embed_many)
+        classifier = train_softmax(vectors, labels, words=ngram_rows(texts), **TOPIC_TRAINING)
+        classifier.save(path)
+    return classifier
+
+
+def _scaled(scores: np.ndarray) -> np.ndarray:
+    top, mid = float(scores.max()), float(np.median(scores))
+    return (scores - mid) / (top - mid) if top > mid else np.zeros_like(scores)
+
+
+def find(module: Module, question: str, vector: np.ndarray, k: int = 3) -> Found:
+    """The `k` passages that best answer `question` (its `vector` from the embedder), at
+    most one per topic; none when the question is off topic."""
+    index = Index.build(module)
+    if not index.passages or k < 1:
+        return Found([], 0.0, True)
+    vectors = ModuleVectors.build(module)
+    passage_cos = np.full(vectors.count, -1.0)
+    np.maximum.at(passage_cos, vectors.owner, vectors.windows @ vector)
+    card_cos = vectors.cards @ vector
+    relevance = float(max(passage_cos.max(), card_cos.max()))
+    if relevance < OFF_TOPIC_BELOW:
+        return Found([], relevance, True)
+    lexical = index.lexical(tokens(question[:2000]))
+    words = lexical[1] if lexical is not None else np.zeros(len(index.passages))
+    score = (W_LEXICAL * words + W_PASSAGE * _scaled(passage_cos)
+             + W_CARD * _scaled(card_cos)[index.topic_at])
+    if vectors.topics is not None:
+        proba = dict(zip(vectors.topics.classes, vectors.topics.proba(vector[None, :], ngram_rows([question]))[0]))
+        share = max(v for c, v in proba.items() if c != ELSEWHERE)
+        if proba.get(ELSEWHERE, 0.0) >= ELSEWHERE_ABOVE:
+            return Found([], relevance, True, share)
+        score = score + W_TOPIC * np.array([proba.get(index.topics[i] or "", 0.0) for i in index.topic_at])
+        return Found(index.ranked(score, k, 1), relevance, False, share)
+    return Found(index.ranked(score, k, 1), relevance, False)
+
+
+def more_about(module: Module, topic_id: str, k: int = 1, shown: Sequence[str] = ()) -> list[Passage]:
+    """"Tell me more": the topic's passages beyond what it teaches itself (the source
+    sections it points at), in reading order, leaving out any already in `shown` (what the
+    tutor said in the last few turns); none when the topic has no more to give."""
+    seen = " ".join(" ".join(words(text)) for text in shown)
+    index = Index.build(module)
+    out = [p for p in index.passages if p.topic_id == topic_id and p.source_id != MODULE_SOURCE_ID
+           and " ".join(words(p.text)[:12]) not in seen]
+    return out[:k]
+
+
+def check_text(check: Check) -> str:
+    """What an answer to `check` is about: its question, key points and example answer."""
+    points = [p for c in check.rubric.criteria for point in c.points for p in point.phrasings[:1]]
+    return " ".join([check.question, *points, check.example_answer or ""])

@@ -1,0 +1,199 @@
+"""What a learner's message is doing, read by meaning.
+
+A light classifier (tutor.understand: the sentence vector beside hashed word features of
+the text folded to plain letters) trained on tutor/teach/intents.yaml names the act: a
+statement, a question, a request (more, next, skip, retry, summary, exercise), a personal
+share, chat unrelated to learning, or a medical question. The module decides the rest:
+
+- with a check open, a statement is the learner's answer; so is a message the classifier
+  calls a share or chat whose meaning is close to the check (its question, key points and
+  example answer) — "my heart pounds and I sweat" answers "what happens in your body?";
+- a question, a share or a statement far from everything the module teaches (its passages
+  and topic cards, tutor.teach.meaning) is off topic; chat always is;
+- medicines, doses and diagnoses get the module's "ask your doctor" reply.
+
+Rules stay only as a backstop for a message too short to read ("ok", "?", a quick reply the
+app itself offers), decided by tutor.teach.intent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tutor.teach.intent import classify as classify_by_rules
+from tutor.teach.intent_bank import ACTS, bank
+from tutor.teach.meaning import Found, ModuleVectors, check_text, find, warm_vectors
+from tutor.teach.retrieval import warm as warm_words
+from tutor.understand import (
+    HASH_DIM,
+    EmbedderUnavailable,
+    SoftmaxClassifier,
+    VectorCache,
+    cache_dir,
+    embedder,
+    fold_accents,
+    ngram_rows,
+    run_embedding,
+    train_softmax,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.material import Check
+    from tutor.modules import Module
+
+__all__ = ["ACTS", "INTENTS", "IntentReader", "Reading", "Understood", "check_text", "intent_reader", "understand",
+           "understand_async", "warm"]
+
+log = logging.getLogger(__name__)
+
+# What the teaching flow is told (tutor.teaching): the acts above, with a statement to an
+# open check read as an answer and anything far from the module as off_topic.
+INTENTS = ("answer", "question", "more", "next", "skip", "retry", "summary", "exercise", "share", "off_topic",
+           "medical")
+TRAINING = {"l2": 1e-4, "steps": 300, "scale": 2.0}
+# Cosine between the message and the open check's own words above which a share or chat
+# reads as an attempt at the answer.
+CHECK_CLOSE = 0.84
+# The topic reader's probability for the likeliest topic from which a message shaped like
+# small talk is taken as about that topic.
+TOPIC_SURE = 0.5
+_RULE_ONLY = {"skip", "retry", "summary"}  # the app's own quick replies, read by rules first
+
+
+@dataclass(frozen=True)
+class Reading:
+    intent: str  # one of INTENTS
+    act: str  # the classifier's act (one of ACTS), or "rules"
+    confidence: float
+
+
+def _bank() -> list[tuple[str, str]]:
+    """The exemplars, each also folded to plain letters (learners type Vietnamese both ways)."""
+    out = []
+    for act, text in bank():
+        out.append((act, text))
+        folded = fold_accents(text)
+        if folded != text:
+            out.append((act, folded))
+    return out
+
+
+class IntentReader:
+    def __init__(self) -> None:
+        bank = _bank()
+        model = embedder()
+        texts = [t for _, t in bank]
+        labels = [a for a, _ in bank]
+        version = hashlib.sha256(json.dumps([model.id, HASH_DIM, TRAINING, bank], ensure_ascii=False)
+                                 .encode("utf-8")).hexdigest()[:16]
+        path = cache_dir() / "models" / f"intents-{version}.npz"
+        classifier = SoftmaxClassifier.load(path)
+        if classifier is None:
+            vectors = VectorCache(model.id, "intent-exemplars").vectors(texts, model.embed_many)
+            classifier = train_softmax(vectors, labels, words=ngram_rows(texts), **TRAINING)
+            classifier.save(path)
+        self.classifier = classifier
+
+    def acts(self, text: str, vector: np.ndarray) -> dict[str, float]:
+        proba = self.classifier.proba(vector[None, :], ngram_rows([text]))[0]
+        return dict(zip(self.classifier.classes, proba.tolist()))
+
+    def read(self, text: str, vector: np.ndarray, *, off_topic: bool, check_vector: np.ndarray | None,
+             topic_share: float = 0.0) -> Reading:
+        """`vector`: the message's; `off_topic`: whether the module's material has nothing
+        on it (tutor.teach.meaning); `check_vector`: the open check's words (None when no
+        check is open); `topic_share`: how sure the topic reader is of the likeliest topic."""
+        ruled = classify_by_rules(text, check_open=check_vector is not None)
+        if ruled in _RULE_ONLY or not text.strip():
+            return Reading(ruled if ruled in INTENTS else "next", "rules", 1.0)
+        acts = self.acts(text, vector)
+        act = max(acts, key=acts.__getitem__)
+        confidence = acts[act]
+        if check_vector is not None:
+            close = float(vector @ check_vector)
+            if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE):
+                return Reading("answer", act, confidence)
+        if act == "chat" and topic_share < TOPIC_SURE:
+            return Reading("off_topic", act, confidence)
+        if act == "chat":  # small talk in form, but about one of the module's topics ("What is GAD?")
+            act = "question"
+        if act in ("question", "share", "statement") and off_topic:
+            return Reading("off_topic", act, confidence)
+        if act == "statement":
+            return Reading("share", act, confidence)
+        return Reading(act, act, confidence)
+
+
+_reader: IntentReader | None = None
+_lock = threading.Lock()
+
+
+def intent_reader() -> IntentReader:
+    """The process's reader, trained once (seconds) and kept on disk after."""
+    global _reader
+    if _reader is None:
+        with _lock:
+            if _reader is None:
+                _reader = IntentReader()
+    return _reader
+
+
+@dataclass(frozen=True)
+class Understood:
+    """A message read against its module: what it is doing and the passages that answer it."""
+
+    reading: Reading
+    found: Found
+
+    @property
+    def intent(self) -> str:
+        return self.reading.intent
+
+
+def understand(module: Module, text: str, vector: np.ndarray, check_vector: np.ndarray | None = None,
+               k: int = 3) -> Understood:
+    """Read `text` (its `vector` from the embedder) in `module`, with the open check's
+    vector if a check is open. CPU only: call it off the event loop (`understand_async`)."""
+    found = find(module, text, vector, k)
+    reading = intent_reader().read(text, vector, off_topic=found.off_topic, check_vector=check_vector,
+                                   topic_share=found.topic_share)
+    return Understood(reading, found)
+
+
+async def understand_async(module: Module, text: str, check: Check | None, k: int = 3) -> Understood:
+    """`understand` in the embedding thread: the event loop keeps serving meanwhile."""
+    def work() -> Understood:
+        vector = embedder().embed([text])[0]
+        check_vector = None
+        if check is not None:
+            check_vector = ModuleVectors.build(module).checks.get(check.id)
+            if check_vector is None:
+                check_vector = embedder().embed([check_text(check)])[0]
+        return understand(module, text, vector, check_vector, k)
+
+    return await run_embedding(work)
+
+
+def warm(modules: Iterable[Module]) -> bool:
+    """Build what reading a message needs, before any learner waits on it: the modules'
+    word indexes, the intent reader (trained once, then read from disk) and the modules'
+    passage vectors (embedded once per content, then read from disk). The app does it in a
+    thread at start; `tutor teach prepare` does it at once. False when the semantic layer is
+    not installed (messages are then read by words only)."""
+    modules = list(modules)
+    warm_words(modules)
+    try:
+        intent_reader()
+        warm_vectors(modules)
+    except EmbedderUnavailable as exc:
+        log.error("reading messages by meaning is off: %s", exc)
+        return False
+    return True
