@@ -19,8 +19,8 @@ How it scores, in the order a learner would want it explained:
      in: capped at 4, asked for the learner's own words.
 4. Only the first MAX_ANSWER_CHARS characters are read.
 
-Feedback names what was there and what was missing, kindly: "You covered X. To complete
-it, think about Y."
+Feedback names what was there and what was missing, kindly and once each: "You covered X.
+A good next step: think about Y." (at mastery: "You could also mention Y.").
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tutor.i18n import Translator, translator
-from tutor.material import Check, Criterion
+from tutor.material import Check
 from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
+from tutor.teach.judge_meaning import JUDGE_ADDRESSED_CAP, Clauses, addressed_to_judge, anchors_of, is_term_list
 from tutor.teach.phrases import AnswerText, compile_phrase
 from tutor.text import words
 
@@ -56,13 +57,15 @@ must not no of to in on at by for with from about into out up over after before 
 who what how why there their they them you your i me my we our he she his her him just also too
 very more most less much many some any all each other such only even still yet again both
 la va cua thi ma vi khi co khong duoc nhung cac mot nay do de cho voi ve nhu neu con cung da
-dang se bi hay nen rat qua toi ban minh ho chung no lai ra vao tu den
+dang se bi hay nen rat qua toi ban minh ho chung no lai ra vao tu den roi lam luc hon nua sau truoc trong o
+di len moi gi nao sao vay the day nhieu tai boi thay
 """.split())
 NEGATIONS = frozenset("not no never t nothing without instead rather neither nor dont doesnt didnt isnt "
                       "arent wont cant shouldnt khong chang dung".split())
 
 
-def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), language: str | None = None) -> JudgeResult:
+def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), language: str | None = None
+                  ) -> JudgeResult:
     """Score `answer` against `check`'s rubric. `material`: the lesson texts the learner has
     seen (topic content, source sections), used only to spot a copied answer. The feedback
     is in `language` (the module's)."""
@@ -74,15 +77,26 @@ def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), la
         feedback = t("There's no answer here yet. Have a go in your own words; a sentence or two is plenty. "
                      "The question was: {question}", question=check.question)
         return JudgeResult(score=0, feedback=feedback, criteria_scores={c.name: 0.0 for c in check.rubric.criteria})
-    ratios = {c.name: _criterion_ratio(c, found) for c in check.rubric.criteria}
+    parts = Clauses.read(check, text)
+    anchored = bool(anchors_of(check))
+    ratios = {c.name: parts.ratio(c, anchored) for c in check.rubric.criteria}
+    swap = parts.swapped(check)
+    wrong = [m.feedback.strip() for m in check.misconceptions if _states(found, m.phrases)]
     total_weight = sum(c.weight for c in check.rubric.criteria)
     raw = 10 * sum(c.weight * ratios[c.name] for c in check.rubric.criteria) / total_weight
     score = int(raw + 0.5)
     notes: list[str] = []
-    wrong = [m.feedback.strip() for m in check.misconceptions if _states(found, m.phrases)]
+    if swap is not None:
+        wrong.append(t("Careful: it sounds like two ideas are the wrong way round. Think again about {first}, "
+                       "and about {second}.", first=swap[0].description.rstrip(". "),
+                       second=swap[1].description.rstrip(". ")))
     if wrong:
         score = min(score, MISCONCEPTION_CAP)
-    listed = _is_term_list(found)
+    if addressed_to_judge(text) and score > JUDGE_ADDRESSED_CAP:
+        score = JUDGE_ADDRESSED_CAP
+        notes.append(t("I can only score what your answer explains, so asking for a score doesn't change it. "
+                       "Tell me in your own words what you know."))
+    listed = _is_term_list(found, text)
     if listed and score > LIST_CAP:
         score = LIST_CAP
         notes.append(t("You've named some of the right ideas. Try joining them up in a sentence or two that "
@@ -91,7 +105,8 @@ def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), la
         score = COPY_CAP
         notes.append(t("This looks copied from the lesson text. Try putting it in your own words; "
                        "that's what makes it stick."))
-    feedback = _feedback(check, ratios, score, wrong, notes, cut, t)
+    named = frozenset({swap[0].name, swap[1].name}) if swap is not None else frozenset()
+    feedback = _feedback(check, ratios, score, wrong, notes, cut, t, named)
     return JudgeResult(
         score=score, feedback=feedback, criteria_scores={k: round(10 * v, 1) for k, v in ratios.items()}
     )
@@ -112,11 +127,6 @@ def topic_material(module: Module, topic_id: str) -> list[str]:
     return texts
 
 
-def _criterion_ratio(criterion: Criterion, found: AnswerText) -> float:
-    hits = sum(1 for point in criterion.points if found.contains_any(point.phrasings))
-    return min(1.0, hits / criterion.required)
-
-
 def _states(found: AnswerText, phrases: Sequence[str]) -> bool:
     """A phrase is stated unless one of the few words just before it negates it."""
     for phrase in phrases:
@@ -127,11 +137,11 @@ def _states(found: AnswerText, phrases: Sequence[str]) -> bool:
     return False
 
 
-def _is_term_list(found: AnswerText) -> bool:
+def _is_term_list(found: AnswerText, text: str) -> bool:
     if len(found.raw) < _LIST_MIN_WORDS:
         return False
     connecting = sum(1 for w in found.raw if w in CONNECTING)
-    return connecting / len(found.raw) < _LIST_MAX_SHARE
+    return connecting / len(found.raw) < _LIST_MAX_SHARE or is_term_list(text)
 
 
 def _is_copied(found: AnswerText, material: Iterable[str]) -> bool:
@@ -149,17 +159,24 @@ def _shingles(ws: Sequence[str]) -> set[tuple[str, ...]]:
 
 
 def _feedback(check: Check, ratios: dict[str, float], score: int, wrong: list[str],
-              notes: list[str], cut: bool, t: Translator) -> str:
-    criteria = sorted(check.rubric.criteria, key=lambda c: -c.weight)  # the most important first
+              notes: list[str], cut: bool, t: Translator, named: frozenset[str] = frozenset()) -> str:
+    """What was there, what is missing, once each: a criterion is named at most once (the
+    one to work on next is named only as the next step), and an answer at mastery gets no
+    "to complete it" — at most what it could also mention."""
+    # The most important first; criteria a correction already names (`named`) are not named again.
+    criteria = sorted((c for c in check.rubric.criteria if c.name not in named), key=lambda c: -c.weight)
     full = [c for c in criteria if ratios[c.name] >= 1.0]
-    partly = [c for c in criteria if 0 < ratios[c.name] < 1.0]
-    missing = [c for c in criteria if ratios[c.name] == 0]
+    todo = [c for c in criteria if ratios[c.name] < 1.0]
+    todo.sort(key=lambda c: ratios[c.name] == 0)  # part-way first: closest to done
+    mastered = score >= check.threshold
+    nudge = todo[0] if todo else None
+    partly = [c for c in todo if 0 < ratios[c.name] < 1.0 and c is not nudge]
     parts: list[str] = []
     if cut:
         parts.append(t("That's a long answer, so I focused on the first part of it."))
-    if score >= check.threshold:
-        parts.append(t("Well done!") if not partly and not missing else t("Nicely done."))
-    elif full or partly:
+    if mastered:
+        parts.append(t("Well done!") if not todo else t("Nicely done."))
+    elif full or partly or (nudge is not None and ratios[nudge.name] > 0):
         parts.append(t("Good start."))
     else:
         parts.append(t("Thanks for having a go."))
@@ -168,13 +185,14 @@ def _feedback(check: Check, ratios: dict[str, float], score: int, wrong: list[st
     if partly:
         parts.append(t("You're part of the way on {ideas}.", ideas=_join([c.description for c in partly], t)))
     parts += wrong + notes
-    todo = partly + missing
-    if todo:
-        first = todo[0]
-        nudge = first.hint or first.description
-        parts.append(t("To complete it, think about {hint}.", hint=nudge) if score >= check.threshold or full
-                     else t("A good next step: think about {hint}.", hint=nudge))
-        if score < check.threshold:
+    if nudge is None and not mastered:
+        parts.append(t("Have another go whenever you like."))
+    elif nudge is not None:
+        hint = (nudge.hint or nudge.description).rstrip(". ")
+        if mastered:
+            parts.append(t("You could also mention {hint}.", hint=hint))
+        else:
+            parts.append(t("A good next step: think about {hint}.", hint=hint))
             parts.append(t("Have another go whenever you like."))
     return " ".join(parts)
 

@@ -22,8 +22,26 @@ MAX_GAP = 1  # other words allowed between two words of a phrase
 _TOKEN_END = re.compile(r"[^\w*]+$")
 
 
+# Number words are their digits: "1", "one" and "một" are the same key point. Vietnamese
+# number words that are also other words once accents are folded ("năm" year, "sáu"/"sau"
+# after, "bảy"/"bay" fly, "tám"/"tâm" mind, "ba" father) are read only with their accents.
+_NUMBERS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve"
+                                             .split())}
+_NUMBERS |= {"mot": "1", "hai": "2", "chin": "9", "muoi": "10", "hundred": "100", "tram": "100"}
+_ACCENTED_NUMBERS = {"bốn": "4", "năm": "5", "sáu": "6", "bảy": "7", "tám": "8"}
+_ACCENTED = re.compile(r"(?<!\w)(" + "|".join(_ACCENTED_NUMBERS) + r")(?!\w)", re.IGNORECASE)
+
+
+def _digits(text: str) -> str:
+    """Accented Vietnamese number words as digits, before accents are folded away."""
+    return _ACCENTED.sub(lambda m: _ACCENTED_NUMBERS[m.group(1).lower()], text)
+
+
 def _fold(word: str) -> str:
-    """A plural 's' is not a different word ("muscles" = "muscle"); short words keep theirs."""
+    """A plural 's' is not a different word ("muscles" = "muscle"); short words keep theirs;
+    a number word is its digits."""
+    if word in _NUMBERS:
+        return _NUMBERS[word]
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
@@ -40,7 +58,7 @@ class Pattern:
 def compile_phrase(phrase: str) -> Pattern:
     out: list[str] = []
     prefix: list[bool] = []
-    for token in phrase.split():
+    for token in _digits(phrase).split():
         parts = words(token)
         if not parts:
             continue
@@ -56,7 +74,7 @@ class AnswerText:
     """An answer split into folded words, with a position index for fast phrase lookups."""
 
     def __init__(self, text: str) -> None:
-        self.raw = words(text)
+        self.raw = words(_digits(text))
         self.words = tuple(_fold(w) for w in self.raw)
         self.positions: dict[str, list[int]] = {}
         for i, word in enumerate(self.words):
