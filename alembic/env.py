@@ -6,10 +6,10 @@ the CLI call `Store.migrate()`, which runs this file with the Store's own connec
 
 from logging.config import fileConfig
 
-from alembic import context
 from sqlmodel import SQLModel, create_engine
 
-import tutor.store  # noqa: F401  (registers the tables on SQLModel.metadata)
+import tutor.storage.store  # noqa: F401  (registers the tables on SQLModel.metadata)
+from alembic import context
 from tutor.settings import database_url
 
 config = context.config

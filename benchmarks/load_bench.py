@@ -248,7 +248,7 @@ class Preview:
     """The web page's listener, minus Reflex: what it computes for every streamed delta."""
 
     def __init__(self) -> None:
-        from tutor.live import StreamFeed
+        from tutor.turns.live import StreamFeed
 
         self.feed = StreamFeed()
 
@@ -339,13 +339,13 @@ def database(url: str | None):
 
 
 async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[str, Any]]:
-    from tutor.engine import Engine
+    from tutor.access.usage import UsageLimits, UsageSettings
+    from tutor.content.modules import load_library
     from tutor.llm.config import LLMSettings
     from tutor.llm.factory import make_provider
-    from tutor.modules import load_library
-    from tutor.store import Store
+    from tutor.storage.store import Store
     from tutor.teach import retrieval
-    from tutor.usage import UsageLimits, UsageSettings
+    from tutor.turns.engine import Engine
 
     if args.pin:  # as a worker with TUTOR_PIN_CPU=auto (the model's process, already started, is not)
         from tutor.cpu_pin import pin_to_one_cpu
@@ -360,7 +360,7 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     trips = DBTrips(store.engine, getattr(store, "_reader", None))  # the reads' own pool, if any
     calls = DBCalls(store) if args.breakdown else None  # its timers cost CPU of their own
     provider = make_provider(settings)
-    # The service's own limits, as tutor.runtime makes them (turns per minute, daily
+    # The service's own limits, as tutor.turns.runtime makes them (turns per minute, daily
     # tokens, the cap on model calls in flight), with the cap at --in-flight.
     usage = UsageLimits(replace(UsageSettings.from_env(env), model_calls_in_flight=args.in_flight or args.learners))
     library = load_library()

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="passes over the messages (default 1)")
     args = parser.parse_args(argv)
 
-    from tutor.modules import load_library
+    from tutor.content.modules import load_library
     from tutor.risk import load_safety
     from tutor.risk.offline import offline_screen
     from tutor.risk.screen import screen

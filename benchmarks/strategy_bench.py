@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.real.llama import LlamaServer, LlamaUnavailable
-from tutor.evals import Suite, TurnRecord, percentile, run_suite
+from tutor.content.modules import load_library
 from tutor.llm.config import STRATEGIES
-from tutor.modules import load_library
+from tutor.turns.evals import Suite, TurnRecord, percentile, run_suite
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SUITE = REPO / "tests" / "real" / "suite_small.yaml"

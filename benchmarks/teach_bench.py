@@ -36,7 +36,7 @@ def _cpu_ms(work) -> float:
 
 
 def main() -> int:
-    from tutor.modules import load_library
+    from tutor.content.modules import load_library
     from tutor.teach.builtin_judge import judge_builtin
     from tutor.teach.intent import classify
     from tutor.teach.retrieval import retrieve

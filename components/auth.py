@@ -1,6 +1,6 @@
 """Sign-in and sign-up pages, and the "Signed in as NAME · Sign out" control.
 
-The forms are plain HTML form posts to /auth/* (tutor/auth_routes.py): the server answers
+The forms are plain HTML form posts to /auth/* (tutor/web/auth_routes.py): the server answers
 with the session cookie (HttpOnly) and a redirect, so no page script ever holds a token.
 """
 
@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import reflex as rx
-from reflex_components_core.el.elements.base import BaseHTML
 from reflex_base.components.component import field
+from reflex_components_core.el.elements.base import BaseHTML
 
 from components.connection import LOST, connection_words
-from tutor.auth_state import AuthPageState, TutorState
-from tutor.state import start_page_words as _w  # these pages have no module: TUTOR_LANGUAGE, as the start page
-
+from tutor.web.auth_state import AuthPageState, TutorState
+from tutor.web.state import (
+    start_page_words as _w,  # these pages have no module: TUTOR_LANGUAGE, as the start page
+)
 
 # A tab's event socket speaks for whoever was signed in when the page opened (the cookie is
 # read when the socket connects). When this browser signs in, up or out in one tab, its other

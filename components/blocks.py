@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import reflex as rx
 
-from tutor.display import BlockItem, QuoteItem
-from tutor.state import ui
+from tutor.render.display import BlockItem, QuoteItem
+from tutor.web.state import ui
 
 _CALLOUT_LABEL = {"info": "Info", "warning": "Warning", "success": "Well done", "tip": "Tip"}
 _CALLOUT_ICON = {"info": "info", "warning": "triangle-alert", "success": "circle-check", "tip": "lightbulb"}
@@ -16,7 +16,7 @@ _HEADINGS = {1: rx.el.h1, 2: rx.el.h2, 3: rx.el.h3, 4: rx.el.h4, 5: rx.el.h5, 6:
 
 
 def rendered(tag: Callable[..., rx.Component], html: rx.Var[str], **props) -> rx.Component:
-    """An element whose inside is HTML made by tutor.markdown (escaped, safe links only).
+    """An element whose inside is HTML made by tutor.render.markdown (escaped, safe links only).
     Only that renderer's output may come here: it is the one place markup is made."""
     return tag(custom_attrs={"dangerouslySetInnerHTML": {"__html": html}}, **props)
 

@@ -16,8 +16,7 @@ from components.message import message
 from components.progress import milestone_banner, progress_panel
 from components.sending import char_counter, outbox, sending_behaviour, sending_fields
 from components.streaming import streaming_reply
-from tutor.state import ChatState, live_buckets, ui
-
+from tutor.web.state import ChatState, live_buckets, ui
 
 # Counted in the browser, so a slow turn costs no server push a second: from the moment
 # Stop appears (the tutor is busy) until it goes; shown once it is more than a moment.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import reflex as rx
 
-from tutor.progress_display import LinkItem
-from tutor.state import ChatState, ui
+from tutor.render.progress_display import LinkItem
+from tutor.web.state import ChatState, ui
 
 _C = ChatState.completion
 

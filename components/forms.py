@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import reflex as rx
 
-from tutor.display import FieldItem, FormItem, FormState, OptionItem
-from tutor.state import ChatState, ui
+from tutor.render.display import FieldItem, FormItem, FormState, OptionItem
+from tutor.web.state import ChatState, ui
 
 
 @dataclass

@@ -10,9 +10,11 @@ from components.behaviour import chat_behaviour
 from components.connection import LOST, connection_words
 from components.progress import progress_bar
 from components.theme import theme_choice
-from tutor.display import ModuleCard
-from tutor.home_state import HomeState
-from tutor.state import start_page_words as _w  # TUTOR_LANGUAGE: the start page lists modules of any language
+from tutor.render.display import ModuleCard
+from tutor.web.home_state import HomeState
+from tutor.web.state import (
+    start_page_words as _w,  # TUTOR_LANGUAGE: the start page lists modules of any language
+)
 
 
 def _progress(card: rx.Var[ModuleCard]) -> rx.Component:

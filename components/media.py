@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from tutor.display import MediaItem
+from tutor.render.display import MediaItem
 
 # The element failed to load: show the text fallback that sits next to it instead.
 _ON_ERROR = rx.Var(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import reflex as rx
 
 from components.theme import theme_choice
-from tutor.state import ChatState, ui
+from tutor.web.state import ChatState, ui
 
 
 def _confirm() -> rx.Component:

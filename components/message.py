@@ -12,8 +12,8 @@ import reflex as rx
 from components.blocks import cited_quote, rendered, text_block
 from components.forms import FormContext, form_view
 from components.media import media_item
-from tutor.display import FormState, MessageItem
-from tutor.state import ChatState, ui
+from tutor.render.display import FormState, MessageItem
+from tutor.web.state import ChatState, ui
 
 _TONE_ICONS = {
     "celebratory": "party-popper",

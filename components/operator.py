@@ -1,14 +1,25 @@
 """The operator console (/operator): the review list, per-module numbers, backend health,
 the progress export and a learner's data request. Only operators get data (see
-tutor.operator_state); everyone else sees one plain sentence."""
+tutor.web.operator_state); everyone else sees one plain sentence."""
 
 from __future__ import annotations
 
 import reflex as rx
 
-from tutor.console_display import AttemptRow, CheckRow, CountRow, ErrorRow, EvidenceRow, FieldRow, OptionRow, \
-    ReviewRow, ScreenRow, TopicRow, WindowRow
-from tutor.operator_state import OperatorState as S
+from tutor.console.console_display import (
+    AttemptRow,
+    CheckRow,
+    CountRow,
+    ErrorRow,
+    EvidenceRow,
+    FieldRow,
+    OptionRow,
+    ReviewRow,
+    ScreenRow,
+    TopicRow,
+    WindowRow,
+)
+from tutor.web.operator_state import OperatorState as S
 
 
 def _th(text: str) -> rx.Component:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from tutor.state import ChatState, ui
+from tutor.web.state import ChatState, ui
 
 _P = ChatState.progress
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import reflex as rx
 
 from tutor.settings import MAX_MESSAGE_CHARS
-from tutor.state import ChatState, ui
+from tutor.web.state import ChatState, ui
 
 COUNT_FROM = 0.9  # the counter shows from this share of the limit on
 

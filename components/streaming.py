@@ -1,7 +1,7 @@
 """The reply being written: complete blocks (rendered once, server-side), the block still
 growing (its pieces as plain text, appended in order), and media, a form's outline and
 suggestions once they are complete. Nothing here is interactive: the stored reply
-replaces all of it when the turn ends. The slots are described in `tutor.live`."""
+replaces all of it when the turn ends. The slots are described in `tutor.turns.live`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import reflex as rx
 
 from components.blocks import text_block
 from components.media import media_item
-from tutor.display import BlockItem
-from tutor.live import STREAM_BLOCKS, STREAM_TAILS, FormOutline
-from tutor.state import ChatState, ui
+from tutor.render.display import BlockItem
+from tutor.turns.live import STREAM_BLOCKS, STREAM_TAILS, FormOutline
+from tutor.web.state import ChatState, ui
 
 
 def _growing() -> rx.Component:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import reflex as rx
 
-from tutor.state import start_page_words
+from tutor.web.state import start_page_words
 
 STORAGE_KEY = "tutor-theme"
 

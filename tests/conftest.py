@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy
 
-from tutor.store import Store
+from tutor.storage.store import Store
 
 BROWSER_DIR = Path(__file__).parent / "browser"
 

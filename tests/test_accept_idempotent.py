@@ -14,13 +14,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from tests.test_engine import _answers_for, _walk_to_a_form
-from tutor import conversations as db
-from tutor.engine import Engine, InputError
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
-from tutor.store import Message, Store
+from tutor.storage.store import Message, Store
+from tutor.turns import conversations as db
+from tutor.turns.engine import Engine, InputError
 
 MODULE = "understanding_anxiety"
 
@@ -168,8 +168,8 @@ def test_a_form_resent_with_its_id_is_the_stored_answer_but_a_new_submission_is_
 def test_a_single_choice_field_sent_twice_is_refused_not_silently_narrowed():
     from tests.test_display import FORM
     from tutor.contract import Form
-    from tutor.display import form_values
-    from tutor.forms import FormInputError, validate_answers
+    from tutor.render.display import form_values
+    from tutor.render.forms import FormInputError, validate_answers
 
     form = Form.model_validate(FORM)
     for entries in ([("mood", "calm"), ("mood", "tense")], [("mood", "calm"), ("mood", "calm")]):

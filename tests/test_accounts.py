@@ -10,11 +10,25 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlmodel import select
 
-from tutor import accounts, sessions, signin_limit
-from tutor.accounts import AccountError, AuthSettings, Identity, auth_page, identity_for_request, safe_next
-from tutor.conversations import find_or_create
-from tutor.signin_limit import Attempt, Refusal
-from tutor.store import Account, AuthSession, Conversation, Learner, Store, utcnow
+from tutor.access import accounts, sessions, signin_limit
+from tutor.access.accounts import (
+    AccountError,
+    AuthSettings,
+    Identity,
+    auth_page,
+    identity_for_request,
+    safe_next,
+)
+from tutor.access.signin_limit import Attempt, Refusal
+from tutor.storage.store import (
+    Account,
+    AuthSession,
+    Conversation,
+    Learner,
+    Store,
+    utcnow,
+)
+from tutor.turns.conversations import find_or_create
 
 ACCOUNTS = AuthSettings()
 
@@ -90,7 +104,7 @@ def test_a_long_enough_uncommon_password_of_any_kind_will_do(password):
 
 
 def test_the_common_password_list_ships_with_the_project():
-    from tutor import passwords
+    from tutor.access import passwords
 
     common = passwords.common_passwords()
     assert len(common) > 19_000 and "password" in common and "1q2w3e4r5t" in common

@@ -10,14 +10,14 @@ import pytest
 from sqlmodel import select
 
 from tests.fakes.servers import FakeLLMServer, Scripted
-from tutor.alerts import Alerter, AlertSettings
-from tutor.engine import Engine
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
 from tutor.settings import ConfigError
-from tutor.store import RiskEvent, Store
+from tutor.storage.store import RiskEvent, Store
+from tutor.turns.alerts import Alerter, AlertSettings
+from tutor.turns.engine import Engine
 
 MODULE = "understanding_anxiety"
 PLAN = "I have my pills counted out and tonight I am going to take all of them"

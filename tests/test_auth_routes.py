@@ -12,10 +12,11 @@ import httpx
 import pytest
 from sqlmodel import select
 
-from tutor import accounts, auth_routes, sessions
+from tutor.access import accounts, sessions
+from tutor.access.signin_limit import FailureLimit, SignupLimit
 from tutor.i18n import localize
-from tutor.signin_limit import FailureLimit, SignupLimit
-from tutor.store import Account, AuthSession, Store
+from tutor.storage.store import Account, AuthSession, Store
+from tutor.web import auth_routes
 
 with warnings.catch_warnings():  # Starlette would rather its test client used httpx2
     warnings.simplefilter("ignore")

@@ -14,12 +14,12 @@ from sqlmodel import select
 
 from tests.fakes.servers import FakeLLMServer, Scripted, settings_for
 from tests.fakes.wire import openai_reply, tutor_json
-from tutor import claims
-from tutor.engine import Engine
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
-from tutor.store import Message, ReplyClaim, Store
+from tutor.storage.store import Message, ReplyClaim, Store
+from tutor.turns import claims
+from tutor.turns.engine import Engine
 
 MODULE = "understanding_anxiety"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tutor.cli.chat_cmd import LineError, parse_line, progress_bar, render_text
+from tutor.content.modules import REPO_ROOT, load_library
 from tutor.llm.base import LearnerInput
-from tutor.modules import REPO_ROOT, load_library
 
 SAMPLE = load_library(REPO_ROOT / "modules").get("understanding_anxiety")
 BROKEN = Path(__file__).parent / "fixtures" / "modules" / "broken"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tutor.cli import main
-from tutor.modules import REPO_ROOT, schema_json
+from tutor.content.modules import REPO_ROOT, schema_json
 
 FIXTURES = Path(__file__).parent / "fixtures" / "modules"
 GOOD, BROKEN = FIXTURES / "good", FIXTURES / "broken"

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from tutor import accounts, sessions
-from tutor.accounts import AccountError
+from tutor.access import accounts, sessions
+from tutor.access.accounts import AccountError
 from tutor.cli import main
 from tutor.settings import REPO_ROOT
-from tutor.store import Store
+from tutor.storage.store import Store
 
 
 @pytest.fixture

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tutor.modules import load_library
-from tutor.progress_display import CompletionItem, LinkItem, completion_item, module_card
-from tutor.views import ConversationSummary, ProgressView
+from tutor.content.modules import load_library
+from tutor.render.progress_display import (
+    CompletionItem,
+    LinkItem,
+    completion_item,
+    module_card,
+)
+from tutor.render.views import ConversationSummary, ProgressView
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = load_library(REPO / "modules").get("understanding_anxiety")

@@ -20,16 +20,15 @@ from sqlmodel import SQLModel, func, select
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import error
 from tutor.cli import main as cli
-from tutor.console import backend_health, find_learner, percentile
-from tutor.console_modules import csv_cell, module_stats, progress_csv
-from tutor.engine import Engine
-from tutor.learner_data import delete_learner
+from tutor.console.console import backend_health, find_learner, percentile
+from tutor.console.console_modules import csv_cell, module_stats, progress_csv
+from tutor.console.learner_data import delete_learner
+from tutor.console.reviews import mark_reviewed, mark_turn_reviewed, review_list
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
-from tutor.reviews import mark_reviewed, mark_turn_reviewed, review_list
-from tutor.store import (
+from tutor.storage.store import (
     TABLES,
     Account,
     AuthSession,
@@ -41,6 +40,7 @@ from tutor.store import (
     TurnReview,
     utcnow,
 )
+from tutor.turns.engine import Engine
 
 MODULE = "understanding_anxiety"
 LIBRARY = load_library()
@@ -342,7 +342,7 @@ def test_the_cli_deletes_a_learner_after_the_name_is_typed_again(world, store, m
 
 def test_nothing_in_the_schema_is_left_out_of_the_deletion():
     """A table added later that points at a learner, a conversation or a message must be
-    added to tutor.learner_data too: this lists every foreign key the deletion knows."""
+    added to tutor.console.learner_data too: this lists every foreign key the deletion knows."""
     known = {("conversation", "learner"), ("message", "conversation"), ("progressrecord", "learner"),
              ("auditevent", "conversation"), ("auditevent", "message"), ("riskevent", "conversation"),
              ("riskevent", "message"), ("replyclaim", "conversation"), ("checkattempt", "conversation"),

@@ -1,4 +1,4 @@
-"""One refresh of the operator console as the page gets it (tutor.console_display): a page
+"""One refresh of the operator console as the page gets it (tutor.console.console_display): a page
 of reviews with a next page, health rows, a module's rows; on a real SQLite database with
 rows from real turns (tests/test_console.py's World)."""
 
@@ -9,9 +9,9 @@ import json
 import pytest
 
 from tests.test_console import LIBRARY, MODULE, SECRET, World
-from tutor.console_display import REVIEW_PAGE, load_console
+from tutor.console.console_display import REVIEW_PAGE, load_console
 from tutor.llm.config import LLMSettings
-from tutor.store import Message, Store
+from tutor.storage.store import Message, Store
 
 
 @pytest.fixture

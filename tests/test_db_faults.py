@@ -1,4 +1,4 @@
-"""Database faults (tutor.dbfaults): real databases made unavailable, never a mocked driver.
+"""Database faults (tutor.storage.dbfaults): real databases made unavailable, never a mocked driver.
 
 PostgreSQL: a database made for the test, then closed to connections (ALLOW_CONNECTIONS
 false, its backends terminated) and opened again. SQLite: a file another connection keeps
@@ -25,14 +25,14 @@ from sqlmodel import select
 
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import openai_reply, tutor_json
-from tutor import dbfaults
-from tutor.dbfaults import DatabaseUnavailable, open_database
-from tutor.engine import Engine
+from tutor.content.modules import REPO_ROOT, load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import REPO_ROOT, load_library
-from tutor.store import Message, Store
+from tutor.storage import dbfaults
+from tutor.storage.dbfaults import DatabaseUnavailable, open_database
+from tutor.storage.store import Message, Store
+from tutor.turns.engine import Engine
 
 MODULE = "understanding_anxiety"
 PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"

@@ -1,4 +1,4 @@
-"""The database's threads (tutor.db_workers): results and errors come back to the caller,
+"""The database's threads (tutor.storage.db_workers): results and errors come back to the caller,
 a caller that gives up does not stop the threads, and stopping finishes what was handed over."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tutor.db_workers import Workers
+from tutor.storage.db_workers import Workers
 
 WHO = contextvars.ContextVar("who", default="nobody")
 
@@ -78,7 +78,7 @@ def test_a_caller_that_gives_up_leaves_the_threads_working():
 
 
 def test_the_caller_context_travels_with_store_calls(tmp_path):
-    from tutor.store import Store
+    from tutor.storage.store import Store
 
     store = Store(f"sqlite:///{tmp_path / 't.db'}")
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tutor.contract import Form, parse
-from tutor.display import (
+from tutor.render.display import (
     FALLBACK_CHARS,
     FALLBACK_SLACK,
     INVALID_NOTICE,
@@ -26,8 +26,8 @@ from tutor.display import (
     progress_item,
     split_fallback,
 )
-from tutor.forms import FormInputError, validate_answers
-from tutor.views import ConversationSummary, MessageView, ProgressView
+from tutor.render.forms import FormInputError, validate_answers
+from tutor.render.views import ConversationSummary, MessageView, ProgressView
 
 FORM = {
     "id": "check_in",

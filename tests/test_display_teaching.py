@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from tutor.contract import parse
-from tutor.display import message_item, module_card, progress_item
-from tutor.views import ConversationSummary, MessageView, ProgressView
+from tutor.render.display import message_item, module_card, progress_item
+from tutor.render.views import ConversationSummary, MessageView, ProgressView
 
 
 def _tutor(content: dict) -> MessageView:

@@ -11,12 +11,12 @@ from sqlmodel import select
 
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import error, openai_reply, tutor_reply
-from tutor.engine import Engine, InputError
+from tutor.content.modules import ModuleNotServable, load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import ModuleNotServable, load_library
-from tutor.store import AuditEvent, Conversation, Message, ProgressRecord, Store
+from tutor.storage.store import AuditEvent, Conversation, Message, ProgressRecord, Store
+from tutor.turns.engine import Engine, InputError
 
 MODULE = "understanding_anxiety"
 
@@ -229,10 +229,10 @@ def test_reopening_sees_a_reply_still_owed_even_when_it_is_not_the_last_message(
 
 
 def test_migration_links_existing_replies_to_the_message_they_answer(tmp_path):
-    from alembic import command
     from alembic.config import Config
 
-    from tutor.store import ALEMBIC_INI, REPO_ROOT
+    from alembic import command
+    from tutor.storage.store import ALEMBIC_INI, REPO_ROOT
 
     store = Store(f"sqlite:///{tmp_path / 'old.db'}")
     config = Config(str(ALEMBIC_INI))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tutor.contract import Form
-from tutor.forms import FormInputError, summarize_answers, validate_answers
+from tutor.render.forms import FormInputError, summarize_answers, validate_answers
 
 FORM = Form.model_validate(
     {

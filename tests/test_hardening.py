@@ -22,18 +22,24 @@ from sqlmodel import select
 
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import error
+from tutor.content.modules import load_library, public_problem
 from tutor.contract import is_safe_link, is_safe_media_src, parse
-from tutor.turn_store import _audit_values
-from tutor.display import message_item
-from tutor.engine import Engine
 from tutor.llm.base import LearnerInput
 from tutor.llm.errors import error_for_status, scrub
 from tutor.llm.factory import make_provider
 from tutor.llm.policy import AttemptRecord
 from tutor.llm.replies import APOLOGY_TEXT, BUDGET_TEXT, DEADLINE_TEXT, STOPPED_TEXT
-from tutor.markdown import MAX_HTML_CHARS, TABLE_TOO_LARGE, TOO_LARGE, render, render_inline
-from tutor.modules import load_library, public_problem
-from tutor.store import AuditEvent, Store
+from tutor.render.display import message_item
+from tutor.render.markdown import (
+    MAX_HTML_CHARS,
+    TABLE_TOO_LARGE,
+    TOO_LARGE,
+    render,
+    render_inline,
+)
+from tutor.storage.store import AuditEvent, Store
+from tutor.turns.engine import Engine
+from tutor.turns.turn_store import _audit_values
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = "https://tutor.school.example/chat?module=m"
@@ -396,7 +402,7 @@ def test_one_message_shares_one_render_budget():
     """Many small tables (or many blocks) add up: the cells and the HTML are counted over
     the whole message, and the blocks, media, quotes and suggestions are capped."""
     from tests.test_display import reply, tutor
-    from tutor.display import MAX_BLOCKS, MAX_SUGGESTIONS, MORE_BLOCKS
+    from tutor.render.display import MAX_BLOCKS, MAX_SUGGESTIONS, MORE_BLOCKS
 
     table = "|" + "a|" * 20 + "\n|" + "-|" * 20 + "\n" + "|\n" * 48
     blocks = [{"type": "paragraph", "content": table}] * 100
@@ -412,9 +418,9 @@ def test_one_message_shares_one_render_budget():
 
 def test_a_key_inside_a_model_reply_is_never_shown_stored_or_audited(store, monkeypatch):
     from tests.fakes.wire import openai_reply, tutor_json
+    from tutor.content.modules import load_library
     from tutor.llm.factory import make_provider
-    from tutor.modules import load_library
-    from tutor.store import AuditEvent, Message
+    from tutor.storage.store import AuditEvent, Message
 
     secret = "sk-live-echoed-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("TUTOR_LLM_API_KEY", secret)

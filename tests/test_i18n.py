@@ -17,9 +17,7 @@ from hypothesis import strategies as st
 
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import error
-from tutor import dbfaults
-from tutor.display import message_item, progress_item
-from tutor.engine import Engine, InputError
+from tutor.content.modules import check_file, load_library
 from tutor.i18n import (
     LOCALES_DIR,
     PAGE,
@@ -36,8 +34,10 @@ from tutor.i18n import (
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import check_file, load_library
-from tutor.store import Store
+from tutor.render.display import message_item, progress_item
+from tutor.storage import dbfaults
+from tutor.storage.store import Store
+from tutor.turns.engine import Engine, InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGLISH = read_catalogue(LOCALES_DIR / "en" / "LC_MESSAGES" / "tutor.po")
@@ -379,8 +379,8 @@ def test_a_check_is_asked_and_judged_in_vietnamese(engine):
 def test_usage_limits_and_the_queue_line_read_in_vietnamese():
     """Refusals by a usage limit and the queue line are made in the core, in English, and
     shown in the module's language: the wait ("3 h 12 min") and the place in line too."""
+    from tutor.access.usage import LimitReached, UsageLimits, UsageSettings, in_words
     from tutor.llm.gate import queue_line
-    from tutor.usage import LimitReached, UsageLimits, UsageSettings, in_words
 
     limits = UsageLimits(UsageSettings(turns_per_minute=1, daily_tokens=0, conversations_per_day=0))
     run(limits.admit_turn("ada"))
@@ -399,7 +399,7 @@ def test_usage_limits_and_the_queue_line_read_in_vietnamese():
 
 
 def test_the_sign_in_pages_errors_read_in_vietnamese():
-    from tutor.accounts import message_for
+    from tutor.access.accounts import message_for
 
     assert message_for("throttled", 3) == "Too many attempts — try again in 3 minutes."
     assert localize(message_for("throttled", 3), "vi") == "Bạn đã thử quá nhiều lần — hãy thử lại sau 3 phút."

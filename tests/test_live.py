@@ -1,4 +1,4 @@
-"""The reply being written reaches the page as small, new-only slot updates (tutor.live)."""
+"""The reply being written reaches the page as small, new-only slot updates (tutor.turns.live)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 import json
 
 from tests.fakes import wire
-from tutor.views import MessageView
-from tutor.display import block_item, message_item
-from tutor.live import STREAM_BLOCKS, StreamFeed, fold_buckets, stream_vars
+from tutor.render.display import block_item, message_item
+from tutor.render.views import MessageView
+from tutor.turns.live import STREAM_BLOCKS, StreamFeed, fold_buckets, stream_vars
 
 REPLY = {
     "content": {
@@ -106,10 +106,10 @@ def test_updates_are_throttled_and_carry_little_beyond_the_text():
 def test_a_token_per_event_stream_is_read_at_most_twenty_times_a_second(monkeypatch):
     # A real model sends a token or two per event: reading the reply so far on every
     # event, while the characters for the next update gather, cost most of a turn's CPU.
-    import tutor.live
+    import tutor.turns.live
 
     reads = []
-    monkeypatch.setattr(tutor.live, "preview", lambda raw, read=tutor.live.preview: reads.append(raw) or read(raw))
+    monkeypatch.setattr(tutor.turns.live, "preview", lambda raw, read=tutor.turns.live.preview: reads.append(raw) or read(raw))
     raw = json.dumps(REPLY)
     feed, page, sent, _ = stream(raw, step=3, tick=0.005)  # 600 characters a second
     page.apply(feed.push(raw, force=True))

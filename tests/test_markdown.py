@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tutor.markdown import render, render_inline
+from tutor.render.markdown import render, render_inline
 
 
 def test_raw_html_is_escaped_not_rendered():

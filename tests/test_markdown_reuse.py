@@ -1,4 +1,4 @@
-"""Renders are kept and reused (tutor.markdown._rendered): the HTML and what a message's
+"""Renders are kept and reused (tutor.render.markdown._rendered): the HTML and what a message's
 budget spends must be exactly what rendering with the budget makes, whatever came before
 in the message, however often the same text comes back, and whichever media hosts the
 operator allows at the time."""
@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tutor import markdown
-from tutor.markdown import _capped, _md, render, render_inline
+from tutor.render import markdown
+from tutor.render.markdown import _capped, _md, render, render_inline
 
 
 def _table(columns: int, rows: int) -> str:

@@ -1,11 +1,11 @@
-"""Seen and mastered, both the server's (tutor.progress, tutor.teaching.plan_check): on the
+"""Seen and mastered, both the server's (tutor.progress, tutor.teach.teaching.plan_check): on the
 sample module, where 24 of 25 topics have checks."""
 
 from __future__ import annotations
 
 import pytest
 
-from tutor.modules import REPO_ROOT, load_library
+from tutor.content.modules import REPO_ROOT, load_library
 from tutor.progress import (
     ProgressState,
     done_count,
@@ -18,7 +18,7 @@ from tutor.progress import (
     shown_topics,
 )
 from tutor.teach.intent import classify
-from tutor.teaching import CheckHistory, mastered_from, plan_check
+from tutor.teach.teaching import CheckHistory, mastered_from, plan_check
 
 SAMPLE = load_library(REPO_ROOT / "modules").get("understanding_anxiety")
 CHECKED = [t.id for t in SAMPLE.topics if t.checks]

@@ -11,8 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tutor.contract import Form
-from tutor.modules import (
+from tutor.content.modules import (
     REPO_ROOT,
     Library,
     ModuleNotServable,
@@ -22,6 +21,7 @@ from tutor.modules import (
     modules_dir,
     schema_json,
 )
+from tutor.contract import Form
 
 FIXTURES = Path(__file__).parent / "fixtures" / "modules"
 GOOD = FIXTURES / "good"

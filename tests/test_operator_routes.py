@@ -10,13 +10,13 @@ import io
 import pytest
 from starlette.testclient import TestClient
 
-from tutor import accounts, sessions
-from tutor.engine import Engine
+from tutor.access import accounts, sessions
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
-from tutor.operator_routes import operator_api
+from tutor.turns.engine import Engine
+from tutor.web.operator_routes import operator_api
 
 LIBRARY = load_library()
 MODULE = "understanding_anxiety"
@@ -78,7 +78,7 @@ def test_behind_a_proxy_only_named_operators_from_a_trusted_address_get_it(store
 
 
 def test_in_header_mode_a_second_identity_header_gets_no_file(store, monkeypatch):
-    from tutor.accounts import auth_settings
+    from tutor.access.accounts import auth_settings
 
     monkeypatch.setenv("TUTOR_AUTH", "header")
     monkeypatch.setenv("TUTOR_OPERATORS", "olga")

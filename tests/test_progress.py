@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tutor.content.modules import check_text, load_library
 from tutor.contract import ModuleState, Progress
-from tutor.modules import check_text, load_library
 from tutor.progress import (
     ProgressState,
     apply_evidence,

@@ -11,11 +11,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tutor.contract import BLOCK_TYPES, EMOTIONS, FIELD_TYPES, MILESTONES, RESPONSE_TYPES
+from tutor.content.modules import check_text, load_library
+from tutor.contract import (
+    BLOCK_TYPES,
+    EMOTIONS,
+    FIELD_TYPES,
+    MILESTONES,
+    RESPONSE_TYPES,
+)
 from tutor.llm.base import ChatMessage
-from tutor.modules import check_text, load_library
 from tutor.progress import ProgressState
-from tutor.prompts import (
+from tutor.turns.prompts import (
     CONTRACT_BLOCK,
     GLOBAL_RULES,
     OPENING_TURN,
@@ -140,7 +146,7 @@ def test_strict_rendering_names_the_unresolved_key():
 
 
 def test_warn_mode_leaves_the_placeholder_and_logs(caplog):
-    with caplog.at_level(logging.WARNING, logger="tutor.prompts"):
+    with caplog.at_level(logging.WARNING, logger="tutor.turns.prompts"):
         assert render_template("for {{audience}}", {}, strict=False) == "for {{audience}}"
     assert "{{audience}}" in caplog.text
 
@@ -205,7 +211,7 @@ def test_token_estimate_is_chars_over_four_rounded_up():
     assert [estimate_tokens("x" * n) for n in (0, 1, 4, 5, 400)] == [0, 1, 1, 2, 100]
 
 
-# --- this turn's teaching notes (tutor.teaching decides; the model follows) ------------------------
+# --- this turn's teaching notes (tutor.teach.teaching decides; the model follows) ------------------------
 
 
 def test_passages_travel_with_their_source_headers_before_the_contract():

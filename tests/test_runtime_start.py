@@ -1,4 +1,4 @@
-"""Each worker builds its engine at start-up, before it serves (tutor.runtime.engine_at_start,
+"""Each worker builds its engine at start-up, before it serves (tutor.turns.runtime.engine_at_start,
 a lifespan task that Reflex enters before the server's start-up completes): the first page
 no longer builds it inside its load handler while every other tab on the worker waits."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tutor import runtime
+from tutor.turns import runtime
 
 
 def _start(monkeypatch, tmp_path, **env: str) -> bool:

@@ -17,13 +17,13 @@ from sqlmodel import select
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import openai_reply, tutor_json
 from tutor.cli import main as cli
-from tutor.engine import Engine
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import ConfigError, LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
-from tutor.store import AuditEvent, CheckAttempt, Message, RiskEvent, Store
+from tutor.storage.store import AuditEvent, CheckAttempt, Message, RiskEvent, Store
+from tutor.turns.engine import Engine
 
 MODULE = "understanding_anxiety"
 
@@ -342,8 +342,8 @@ def test_a_flagged_check_answer_is_never_graded_and_moves_nothing(engine, store)
 
 
 def test_the_review_list_puts_imminent_flags_first_and_names_severity_and_layer(engine, store):
-    from tutor.console_display import review_row
-    from tutor.reviews import review_list
+    from tutor.console.console_display import review_row
+    from tutor.console.reviews import review_list
 
     view = run(engine.open("ned", MODULE))
     run(engine.send(view.id, LearnerInput(text="I have my pills counted out and tonight I'm taking all of them")))
@@ -355,7 +355,7 @@ def test_the_review_list_puts_imminent_flags_first_and_names_severity_and_layer(
 
 
 def test_the_console_shows_each_models_screen_failure_rate(store):
-    from tutor.console import backend_health
+    from tutor.console.console import backend_health
 
     answers = iter([openai_reply("not json"), openai_reply("still not json"),  # the first message: failed
                     openai_reply(_classify())])  # the second: screened, nothing to flag

@@ -1,4 +1,4 @@
-"""The sign-in limits (tutor.signin_limit): failed sign-ins per (name, address) and per
+"""The sign-in limits (tutor.access.signin_limit): failed sign-ins per (name, address) and per
 name, taken before the password is checked in one atomic step; counted in memory or in
 Redis shared by every worker, and what happens when Redis cannot be reached. Needs Redis at
 127.0.0.1:6379 (each test counts under a namespace of its own, deleted afterwards)."""
@@ -14,9 +14,17 @@ import uuid
 import pytest
 import redis
 
-from tutor import auth_routes, sessions, signin_limit, usage
+from tutor.access import sessions, signin_limit, usage
+from tutor.access.signin_limit import (
+    Attempt,
+    FailureLimit,
+    FailureLimitFromEnv,
+    Refusal,
+    SigninSettings,
+    SignupLimit,
+)
 from tutor.settings import ConfigError
-from tutor.signin_limit import Attempt, FailureLimit, FailureLimitFromEnv, Refusal, SigninSettings, SignupLimit
+from tutor.web import auth_routes
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 CLOSED_PORT = "redis://127.0.0.1:1"
@@ -122,7 +130,7 @@ def test_redis_holds_neither_the_name_nor_the_address(namespace):
 def test_unreachable_redis_falls_back_to_this_process_count_with_one_warning(caplog):
     now = [1000.0]
     limit = FailureLimit(limit=3, window_s=900, clock=lambda: now[0], redis_url=CLOSED_PORT)
-    with caplog.at_level(logging.WARNING, logger="tutor.signin_limit"):
+    with caplog.at_level(logging.WARNING, logger="tutor.access.signin_limit"):
         for _ in range(3):
             allowed(limit)
         assert refused(limit).minutes == 15  # still limited, never "no limit"
@@ -141,7 +149,7 @@ def test_a_hanging_redis_costs_one_timeout_now_and_then_not_one_per_sign_in(capl
     monkeypatch.setattr(usage, "RETRY_AFTER_S", 0.5)
     hanging = socket.create_server(("127.0.0.1", 0))  # connects, never answers
     limit = FailureLimit(limit=3, redis_url=f"redis://127.0.0.1:{hanging.getsockname()[1]}")
-    with caplog.at_level(logging.WARNING, logger="tutor.signin_limit"):
+    with caplog.at_level(logging.WARNING, logger="tutor.access.signin_limit"):
         started = time.perf_counter()
         for _ in range(3):
             allowed(limit)
@@ -203,7 +211,7 @@ def test_failures_seen_before_redis_went_away_still_count(namespace, caplog):
     allowed(other_worker)
     assert refused(limit).minutes == 15  # three in Redis, one of them this worker's
     relay.stop()
-    with caplog.at_level(logging.WARNING, logger="tutor.signin_limit"):
+    with caplog.at_level(logging.WARNING, logger="tutor.access.signin_limit"):
         allowed(limit)  # this worker's one: two more tries
         allowed(limit)
         assert refused(limit).minutes == 15

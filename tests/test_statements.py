@@ -1,4 +1,4 @@
-"""tutor.statements on SQLite and PostgreSQL: a statement run on the driver's cursor gives
+"""tutor.storage.statements on SQLite and PostgreSQL: a statement run on the driver's cursor gives
 what SQLAlchemy's own execution gives (values converted both ways, datetimes included),
 in the connection's transaction, with SQLAlchemy's errors and its statement listeners."""
 
@@ -11,8 +11,8 @@ import sqlalchemy
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from tutor.statements import Statement
-from tutor.store import Conversation, Learner, Store
+from tutor.storage.statements import Statement
+from tutor.storage.store import Conversation, Learner, Store
 
 LEARNERS, CONVERSATIONS = Learner.__table__, Conversation.__table__
 ADD_LEARNER = Statement(insert(LEARNERS).returning(LEARNERS.c.id), keys=("key", "created_at"))

@@ -13,11 +13,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel, select
 
-from tutor import conversations, turn_store
 from tutor.llm.base import LearnerInput
 from tutor.progress import ProgressState
 from tutor.settings import ConfigError, database_url
-from tutor.store import Conversation, Learner, Message, Store, db_threads
+from tutor.storage.store import Conversation, Learner, Message, Store, db_threads
+from tutor.turns import conversations, turn_store
 
 TABLES = {"learner", "conversation", "message", "progressrecord", "auditevent", "riskevent", "replyclaim",
           "checkattempt", "account", "authsession", "turnreview", "alembic_version"}

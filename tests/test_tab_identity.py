@@ -1,5 +1,5 @@
-"""A tab's state belongs to one identity (tutor.tab_identity, TutorState.checked_identity,
-tutor.identity_gate): the Reflex states driven directly, on a real database, with the
+"""A tab's state belongs to one identity (tutor.access.tab_identity, TutorState.checked_identity,
+tutor.web.identity_gate): the Reflex states driven directly, on a real database, with the
 socket's headers as a browser would send them. Browser-level: tests/browser/test_accounts.py."""
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ from reflex.state import State
 from reflex_base.event import Event
 from sqlmodel import select
 
-from tutor import accounts, dbfaults, runtime, sessions
-from tutor.auth_state import AuthPageState, TutorState
-from tutor.chat_sending import SIGNED_OUT
-from tutor.engine import Engine
-from tutor.identity_gate import IdentityGate
+from tutor.access import accounts, sessions
+from tutor.content.modules import load_library
 from tutor.llm import LLMSettings, make_provider
-from tutor.modules import load_library
-from tutor.operator_state import OperatorState
-from tutor.state import ChatState
-from tutor.store import Conversation, Message, RiskEvent
+from tutor.storage import dbfaults
+from tutor.storage.store import Conversation, Message, RiskEvent
+from tutor.turns import runtime
+from tutor.turns.engine import Engine
+from tutor.web.auth_state import AuthPageState, TutorState
+from tutor.web.chat_sending import SIGNED_OUT
+from tutor.web.identity_gate import IdentityGate
+from tutor.web.operator_state import OperatorState
+from tutor.web.state import ChatState
 
 LIBRARY = load_library()
 MODULE = "understanding_anxiety"
@@ -283,7 +285,7 @@ def test_the_console_refresh_shows_nothing_read_for_an_operator_disabled_meanwhi
     root = new_tab(signed_in(store, "olga"), "/operator")
     op = run(console(root))
     op.reviews = []
-    from tutor import console_display
+    from tutor.console import console_display
 
     real = console_display.load_console
 
@@ -292,7 +294,7 @@ def test_the_console_refresh_shows_nothing_read_for_an_operator_disabled_meanwhi
         accounts.set_disabled(store, "olga")  # while the read was under way
         return data
 
-    monkeypatch.setattr("tutor.operator_state.load_console", slow_read)
+    monkeypatch.setattr("tutor.web.operator_state.load_console", slow_read)
     run(OperatorState.refresh.fn(op))
     assert op.reviews == [] and op.access == "denied"
 

@@ -13,12 +13,12 @@ from sqlmodel import select
 
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import openai_reply, tutor_reply
-from tutor.engine import Engine
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
-from tutor.store import AuditEvent, CheckAttempt, Message, Store
+from tutor.storage.store import AuditEvent, CheckAttempt, Message, Store
+from tutor.turns.engine import Engine
 
 MODULE = "understanding_anxiety"
 LIBRARY = load_library()

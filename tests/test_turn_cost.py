@@ -12,12 +12,12 @@ import sqlalchemy
 
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import openai_reply, tutor_json
-from tutor.engine import Engine
+from tutor.access.usage import UsageLimits, UsageSettings
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
-from tutor.store import Store
-from tutor.usage import UsageLimits, UsageSettings
+from tutor.storage.store import Store
+from tutor.turns.engine import Engine
 
 MODULE = "understanding_anxiety"
 

@@ -11,14 +11,21 @@ from dataclasses import asdict, fields
 
 import pytest
 
+from tutor.content.modules import load_library
 from tutor.contract import ModuleState
 from tutor.llm.policy import AttemptRecord
-from tutor.modules import load_library
 from tutor.progress import (
-    ProgressState, checked_count, covered_ids, detect_text, done_count, module_state, percentage, topic_phrases,
+    ProgressState,
+    checked_count,
+    covered_ids,
+    detect_text,
+    done_count,
+    module_state,
+    percentage,
+    topic_phrases,
 )
-from tutor.prompts import PromptError, module_context, system_prompt
 from tutor.text import words
+from tutor.turns.prompts import PromptError, module_context, system_prompt
 
 LIBRARY = load_library()
 ANXIETY = LIBRARY.get("understanding_anxiety")
@@ -156,7 +163,7 @@ def test_instructions_rendered_with_defaults_equal_those_passed_explicitly(caplo
     assert "Hi Ann" in system_prompt(module, state, variables={"learner_name": "Ann"})
     drafty = module.model_copy(update={"instructions": "Hi {{nobody}}."})
     for _ in range(2):  # a draft's unresolved variable is logged on every prompt, as before
-        with caplog.at_level(logging.WARNING, logger="tutor.prompts"):
+        with caplog.at_level(logging.WARNING, logger="tutor.turns.prompts"):
             caplog.clear()
             assert "Hi {{nobody}}." in system_prompt(drafty, state, strict=False)
         assert "unresolved" in caplog.text

@@ -1,4 +1,4 @@
-"""Usage limits per learner (tutor.usage), counted in memory and in a real Redis."""
+"""Usage limits per learner (tutor.access.usage), counted in memory and in a real Redis."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tutor import usage
+from tutor.access import usage
+from tutor.access.usage import LimitReached, UsageLimits, UsageSettings, in_words
 from tutor.settings import ConfigError
-from tutor.usage import LimitReached, UsageLimits, UsageSettings, in_words
 
 REDIS_URL = "redis://127.0.0.1:6379/12"  # a database of its own, emptied by each test
 
@@ -222,9 +222,9 @@ def test_redis_down_lets_learners_through_with_one_warning(caplog):
             await limits.admit_turn("ada")
             await limits.spend_tokens("ada", 10)
 
-    with caplog.at_level(logging.WARNING, logger="tutor.usage"):
+    with caplog.at_level(logging.WARNING, logger="tutor.access.usage"):
         run(go())
-    warnings = [r.getMessage() for r in caplog.records if r.name == "tutor.usage"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "tutor.access.usage"]
     assert len(warnings) == 1 and "TUTOR_REDIS_URL" in warnings[0]
 
 

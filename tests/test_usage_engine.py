@@ -12,14 +12,14 @@ from sqlmodel import select
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import openai_reply, openai_stream, tutor_reply
 from tests.test_engine import MODULE, _answers_for, _walk_to_a_form, rows
-from tutor.engine import Engine, InputError
+from tutor.access.usage import UsageLimits, UsageSettings
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
-from tutor.store import Conversation, Store
-from tutor.usage import UsageLimits, UsageSettings
+from tutor.storage.store import Conversation, Store
+from tutor.turns.engine import Engine, InputError
 
 REPLY_TOKENS = 120 + 45  # what the fake server reports for each reply (tests.fakes.wire)
 
@@ -115,8 +115,9 @@ def test_daily_tokens_are_the_learners_and_survive_start_over(store):
 
 def test_a_new_conversations_opening_turn_waits_once_todays_tokens_are_spent(store, monkeypatch):
     """The opening turn is a model call the learner causes: the page asks for it only while
-    tokens are left (tutor.chat_history.read_conversation, as the chat page reads it)."""
-    from tutor import chat_history, runtime
+    tokens are left (tutor.web.chat_history.read_conversation, as the chat page reads it)."""
+    from tutor.turns import runtime
+    from tutor.web import chat_history
 
     with FakeLLMServer("openai") as server:
         answer_everything(server)

@@ -9,7 +9,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from tutor.web_security import content_security_policy, security_headers
+from tutor.web.web_security import content_security_policy, security_headers
 
 
 def _client() -> TestClient:
@@ -57,7 +57,7 @@ def _socket_app() -> Starlette:
 
 @pytest.fixture(autouse=True)
 def _settings_read_afresh():
-    from tutor.accounts import auth_settings
+    from tutor.access.accounts import auth_settings
 
     auth_settings.cache_clear()
     yield
@@ -65,8 +65,8 @@ def _settings_read_afresh():
 
 
 def _guarded(monkeypatch, **env: str) -> TestClient:
-    from tutor.accounts import auth_settings
-    from tutor.web_security import socket_origin_guard
+    from tutor.access.accounts import auth_settings
+    from tutor.web.web_security import socket_origin_guard
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -100,7 +100,7 @@ def test_behind_a_proxy_the_public_address_and_a_trusted_forwarded_host_are_the_
     with pytest.raises(WebSocketDisconnect):
         with client.websocket_connect("/_event/", headers={"origin": "http://tutor.example.org"}):  # not https
             pass
-    from tutor.accounts import AuthSettings
+    from tutor.access.accounts import AuthSettings
 
     settings = AuthSettings.from_env({"TUTOR_TRUSTED_PROXIES": "127.0.0.1"})
     assert settings.origin_allowed("https://a.example", "app:3000", "a.example", "127.0.0.1")  # trusted proxy
@@ -110,7 +110,7 @@ def test_behind_a_proxy_the_public_address_and_a_trusted_forwarded_host_are_the_
 
 
 def test_a_wrong_public_address_names_the_setting() -> None:
-    from tutor.accounts import AuthSettings
+    from tutor.access.accounts import AuthSettings
 
     with pytest.raises(ValueError, match="TUTOR_PUBLIC_URL"):
         AuthSettings.from_env({"TUTOR_PUBLIC_URL": "tutor.example.org"})

@@ -10,7 +10,7 @@ Two measures per learner and topic (README, "Progress: seen and mastered"):
   form that `covers` it; an answer to one of its checks. At most MAX_SEEN_PER_TURN topics
   become seen in one reply, so a message naming every topic cannot mark them all.
 - **mastered**: every check of the topic has a judged score at or above its threshold
-  (the judged attempts are stored; see tutor.teaching). Model claims of mastery are ignored.
+  (the judged attempts are stored; see tutor.teach.teaching). Model claims of mastery are ignored.
 
 A topic is done when it is mastered (a topic with checks) or seen (one without). Each topic
 weighs two units: one for seen, two for done; the percentage is units over twice the
@@ -35,7 +35,7 @@ from tutor.derived import derived
 from tutor.text import normalize, words
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module, Phase, Topic
+    from tutor.content.modules import Module, Phase, Topic
 
 log = logging.getLogger(__name__)
 

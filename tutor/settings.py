@@ -34,7 +34,7 @@ def media_hosts() -> tuple[str, ...]:
     return tuple(h.strip().lower().removeprefix("*") for h in raw.split(",") if h.strip())
 
 
-# Seconds a worker's claim on answering a message lasts without renewal (tutor.claims): a
+# Seconds a worker's claim on answering a message lasts without renewal (tutor.turns.claims): a
 # turn a dead worker held is taken over by another worker this long after its last beat.
 REPLY_LEASE_S = float(os.environ.get("TUTOR_REPLY_LEASE", "20"))
 

@@ -2,29 +2,29 @@
 
 import reflex as rx
 
+import tutor.storage.store  # noqa: F401  (its tables)
 from components.auth import signin_page, signup_page
 from components.chat import chat_page
 from components.connection import connection_overlay
 from components.home import home_page
 from components.operator import operator_page
 from components.theme import theme_head_script
-from tutor.auth_routes import auth_api
-from tutor.auth_state import AuthPageState
-from tutor.home_state import HomeState
-from tutor.identity_gate import IdentityGate
-from tutor.operator_routes import operator_api
-from tutor.operator_state import OperatorState
-from tutor.runtime import engine_at_start
-from tutor.state import ChatState
-from tutor.web_security import security_headers, socket_origin_guard
-import tutor.store  # noqa: F401  (its tables)
+from tutor.turns.runtime import engine_at_start
+from tutor.web.auth_routes import auth_api
+from tutor.web.auth_state import AuthPageState
+from tutor.web.home_state import HomeState
+from tutor.web.identity_gate import IdentityGate
+from tutor.web.operator_routes import operator_api
+from tutor.web.operator_state import OperatorState
+from tutor.web.state import ChatState
+from tutor.web.web_security import security_headers, socket_origin_guard
 
 # `reflex db makemigrations` reads tables from Reflex's model registry. rx.Model, registered
 # there already, shares one SQLModel metadata with all our tables, so it brings them all;
 # registering one of ours as well made Reflex copy every table twice (a warning each).
 
 # The theme script goes in <head>: it picks light or dark before the first paint.
-# Sign-in, sign-up and sign-out are plain form posts (tutor/auth_routes.py) that set an
+# Sign-in, sign-up and sign-out are plain form posts (tutor/web/auth_routes.py) that set an
 # HttpOnly cookie.
 app = rx.App(stylesheets=["/tutor.css"], theme=None, head_components=[theme_head_script()],
              api_transformer=[auth_api(), operator_api(), security_headers, socket_origin_guard])

@@ -14,7 +14,15 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.app_runner import REPO
 from tests.browser.conftest import RunningApp
-from tests.browser.helpers import MODULE, db_rows, message_texts, open_module, send, wait_idle, wait_until
+from tests.browser.helpers import (
+    MODULE,
+    db_rows,
+    message_texts,
+    open_module,
+    send,
+    wait_idle,
+    wait_until,
+)
 
 PASSWORD = "a fine password"
 
@@ -205,7 +213,7 @@ def test_header_mode_trusts_the_proxy_and_refuses_clearly_without_it(header_app:
 def test_an_open_chat_stops_when_the_account_is_disabled(accounts_app: RunningApp, page: Page) -> None:
     """An operator disables an account while its chat is open: the next send is refused
     calmly (the text stays in the box, nothing is stored) instead of carrying on until a
-    reload: every event checks the session (tutor.identity_gate), with no window."""
+    reload: every event checks the session (tutor.web.identity_gate), with no window."""
     name = sign_up(page, accounts_app.url)
     open_module(page, accounts_app.url)
     send(page, "Before the account was disabled")

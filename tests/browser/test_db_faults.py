@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.conftest import AppPool, RunningApp
 from tests.browser.helpers import MODULE, open_module, send
 from tests.test_db_faults import PgDatabase
-from tutor import dbfaults
+from tutor.storage import dbfaults
 
 
 @pytest.fixture

@@ -18,8 +18,15 @@ from tests.browser.app_runner import REPO
 from tests.browser.axe import axe_in_both_themes
 from tests.browser.conftest import RunningApp
 from tests.browser.helpers import MODULE
-from tutor.accounts import find_account
-from tutor.store import AuditEvent, Conversation, Learner, Message, Store, TurnReview
+from tutor.access.accounts import find_account
+from tutor.storage.store import (
+    AuditEvent,
+    Conversation,
+    Learner,
+    Message,
+    Store,
+    TurnReview,
+)
 
 PASSWORD = "a fine password"
 HOSTILE_RAW = 'Here is {"content": <img src=x onerror="window.__pwned=1"> broken'

@@ -9,8 +9,14 @@ import re
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RunningApp
-from tests.browser.helpers import last_tutor, open_module, send, wait_for_reply, wait_until
-from tutor.modules import REPO_ROOT, load_library
+from tests.browser.helpers import (
+    last_tutor,
+    open_module,
+    send,
+    wait_for_reply,
+    wait_until,
+)
+from tutor.content.modules import REPO_ROOT, load_library
 
 SAMPLE = load_library(REPO_ROOT / "modules").get("understanding_anxiety")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tutor.content.modules import Module, load_library
 from tutor.contract import TutorResponse, parse
 from tutor.llm.base import (
     ChatMessage,
@@ -22,7 +23,6 @@ from tutor.llm.base import (
     TurnContext,
 )
 from tutor.llm.builtin import BuiltinTutor, markdown_blocks
-from tutor.modules import Module, load_library
 from tutor.progress import (
     ProgressState,
     apply_evidence,

@@ -19,12 +19,19 @@ from sqlmodel import select
 
 from tests.fakes import wire
 from tests.fakes.servers import Scripted, settings_for
-from tutor.engine import Engine
-from tutor.llm import ChatMessage, CompletionRequest, ConfigError, LLMSettings, make_provider, run_turn
+from tutor.content.modules import load_library
+from tutor.llm import (
+    ChatMessage,
+    CompletionRequest,
+    ConfigError,
+    LLMSettings,
+    make_provider,
+    run_turn,
+)
 from tutor.llm.base import LearnerInput
 from tutor.llm.replies import DEADLINE_TEXT
-from tutor.modules import load_library
-from tutor.store import AuditEvent, Message, Store
+from tutor.storage.store import AuditEvent, Message, Store
+from tutor.turns.engine import Engine
 
 MESSAGES = [ChatMessage("system", "Reply with one JSON object."), ChatMessage("user", "What is anxiety?")]
 DEADLINE = 1.5

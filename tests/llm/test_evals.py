@@ -11,7 +11,10 @@ import pytest
 from tests.fakes import wire
 from tests.fakes.servers import FakeLLMServer, RecordedRequest, Scripted, settings_for
 from tutor.cli import main
-from tutor.evals import (
+from tutor.content.modules import load_library
+from tutor.llm import LLMSettings
+from tutor.llm.policy import AttemptRecord
+from tutor.turns.evals import (
     Suite,
     SuiteError,
     TurnRecord,
@@ -21,9 +24,6 @@ from tutor.evals import (
     strategies_from_args,
     summarize,
 )
-from tutor.llm import LLMSettings
-from tutor.llm.policy import AttemptRecord
-from tutor.modules import load_library
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "evals" / "understanding_anxiety.yaml"

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tutor.content.modules import load_library
 from tutor.contract.partial import preview
-from tutor.engine import Engine
 from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
-from tutor.store import Store
-from tutor.views import MessageView
+from tutor.render.views import MessageView
+from tutor.storage.store import Store
+from tutor.turns.engine import Engine
 
 pytestmark = pytest.mark.real_model
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tutor.content.modules import load_library
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
 from tutor.teach.judge_call import judge_with_model
 
 pytestmark = pytest.mark.real_model

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.real.llama import CONTEXT_TOKENS, MODEL_ALIAS
-from tutor.modules import load_library
+from tutor.content.modules import load_library
 from tutor.progress import ProgressState
-from tutor.prompts import build_messages
+from tutor.turns.prompts import build_messages
 
 pytestmark = pytest.mark.real_model
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from tutor.engine import Engine
+from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
-from tutor.modules import load_library
 from tutor.risk.turn import SafetySettings
-from tutor.store import AuditEvent, RiskEvent, Store
+from tutor.storage.store import AuditEvent, RiskEvent, Store
+from tutor.turns.engine import Engine
 
 pytestmark = pytest.mark.real_model
 

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tutor.risk.evaluate import DEFAULT_SET, MAX_FALSE_POSITIVE_RATE, MIN_RECALL, evaluate, format_report, load_labelled_set
+from tutor.risk.evaluate import (
+    DEFAULT_SET,
+    MAX_FALSE_POSITIVE_RATE,
+    MIN_RECALL,
+    evaluate,
+    format_report,
+    load_labelled_set,
+)
 
 HERE = Path(__file__).parent
 HOLDOUT = HERE / "holdout_messages.yaml"
@@ -104,7 +111,7 @@ SLACK = 2
 
 @pytest.fixture(scope="module")
 def both_layers(config):
-    from tutor.modules import load_library
+    from tutor.content.modules import load_library
     from tutor.risk.offline import offline_screen
 
     semantic = load_library().semantic
@@ -137,7 +144,7 @@ LESSON_TALK = {"dev": (19, 463), "holdout": (21, 531)}
 def test_ordinary_lesson_talk_is_rarely_taken_for_a_crisis(config, both_layers, name):
     import yaml
 
-    from tutor.modules import REPO_ROOT
+    from tutor.content.modules import REPO_ROOT
 
     messages = []
     for path in sorted((REPO_ROOT / "evals" / "teach" / name).glob("*.yaml")):

@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from tutor.modules import load_library
+from tutor.content.modules import load_library
 from tutor.risk.offline import offline_screen
 from tutor.risk.semantic import BankError, load_bank
 

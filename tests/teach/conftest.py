@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tutor.modules import REPO_ROOT, Module, load_library
+from tutor.content.modules import REPO_ROOT, Module, load_library
 
 
 @pytest.fixture(scope="session")

@@ -94,7 +94,7 @@ def test_the_judge_fails_closed_instead_of_inventing_a_score(raw, reason, fear):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=400))
 def test_validation_never_raises_and_never_returns_an_out_of_range_score(raw):
-    from tutor.material import Check
+    from tutor.content.material import Check
     check = Check.model_validate({"id": "c", "question": "q?", "example_answer": "a", "rubric": {
         "criteria": [{"name": "n", "description": "d", "key_points": ["a"]}]}})
     result, _dropped, problem = validate_judge(raw, check)
@@ -202,7 +202,7 @@ def test_every_example_answer_in_the_sample_module_reaches_its_threshold(sample)
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=600))
 def test_any_text_gets_a_valid_result(text):
-    from tutor.material import Check
+    from tutor.content.material import Check
     check = Check.model_validate({"id": "c", "question": "q?", "example_answer": "a", "rubric": {"criteria": [
         {"name": "n", "description": "d", "key_points": ["slow breath*", {"phrase": "calm", "alternatives": ["relax*"]}]}]}})
     result = judge_builtin(check, text)

@@ -8,10 +8,9 @@ import json
 import jsonschema
 import yaml
 
-from tutor.material import parse_source, slugify
-from tutor.modules import check_file, check_text, load_library, schema_json
-
 from tests.teach.helpers import GUIDE, MINI, write_mini
+from tutor.content.material import parse_source, slugify
+from tutor.content.modules import check_file, check_text, load_library, schema_json
 
 
 def _problems(tmp_path, module: str, guide: str | None = GUIDE) -> list[str]:

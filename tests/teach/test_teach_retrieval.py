@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.teach.helpers import write_mini
-from tutor.modules import load_library
+from tutor.content.modules import load_library
 from tutor.teach import Index, Passage, retrieve
 from tutor.teach.retrieval import tokens, warm
 

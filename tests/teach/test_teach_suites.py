@@ -8,8 +8,15 @@ import json
 import pytest
 
 from tutor.cli import main
-from tutor.modules import REPO_ROOT
-from tutor.teach.suites import GOALS, SuiteError, evaluate_judge, evaluate_retrieval, load_answers, load_questions
+from tutor.content.modules import REPO_ROOT
+from tutor.teach.suites import (
+    GOALS,
+    SuiteError,
+    evaluate_judge,
+    evaluate_retrieval,
+    load_answers,
+    load_questions,
+)
 
 SUITES = REPO_ROOT / "evals" / "teach"
 

@@ -24,9 +24,9 @@ import json
 import sys
 from typing import Any, TextIO
 
+from tutor.content.modules import ModuleNotServable, load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import ConfigError, LLMSettings
-from tutor.modules import ModuleNotServable, load_library
 
 BAR_WIDTH = 10
 _CALLOUT_LABELS = {"info": "Info", "warning": "Warning", "success": "Well done", "tip": "Tip"}
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tutor.dbfaults import DatabaseUnavailable, startup_message
+    from tutor.storage.dbfaults import DatabaseUnavailable, startup_message
 
     try:
         return asyncio.run(_chat(args.module, args.learner, args.json, sys.stdin, sys.stdout))
@@ -61,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
 async def _chat(module_id: str, learner: str, as_json: bool, stdin: TextIO, out: TextIO) -> int:
     # Imported here: the database and backends are only needed by this command.
-    from tutor.dbfaults import open_database
-    from tutor.engine import Engine, InputError
     from tutor.llm.factory import make_provider
     from tutor.risk.turn import SafetySettings
+    from tutor.storage.dbfaults import open_database
+    from tutor.turns.engine import Engine, InputError
 
     settings = LLMSettings.from_env()
     library = load_library()

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tutor.dbfaults import DatabaseUnavailable, open_database, redact, startup_message
+from tutor.storage.dbfaults import (
+    DatabaseUnavailable,
+    open_database,
+    redact,
+    startup_message,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

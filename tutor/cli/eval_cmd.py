@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tutor.evals import Suite, SuiteError
-    from tutor.modules import ModuleNotServable
+    from tutor.content.modules import ModuleNotServable
+    from tutor.turns.evals import Suite, SuiteError
 
     if args.runs < 1:
         print("tutor eval: --runs must be at least 1", file=sys.stderr)
@@ -49,8 +49,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _eval(suite, settings: LLMSettings, args: argparse.Namespace) -> int:
-    from tutor.evals import TurnRecord, format_table, report_json, run_suite, strategies_from_args, summarize
-    from tutor.modules import load_library
+    from tutor.content.modules import load_library
+    from tutor.turns.evals import (
+        TurnRecord,
+        format_table,
+        report_json,
+        run_suite,
+        strategies_from_args,
+        summarize,
+    )
 
     library = load_library(args.modules_dir) if args.modules_dir else load_library()
     strategies = strategies_from_args(args.strategy, settings.strategy)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tutor.learner_data import delete_learner, find_learner
-from tutor.store import Store
+from tutor.console.learner_data import delete_learner, find_learner
+from tutor.storage.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from tutor.modules import check_file, load_library, module_files, modules_dir, schema_json
+from tutor.content.modules import (
+    check_file,
+    load_library,
+    module_files,
+    modules_dir,
+    schema_json,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,8 +13,13 @@ import argparse
 import getpass
 import json
 
-from tutor.reviews import ReviewItem, mark_reviewed, mark_turn_reviewed, review_list
-from tutor.store import Store
+from tutor.console.reviews import (
+    ReviewItem,
+    mark_reviewed,
+    mark_turn_reviewed,
+    review_list,
+)
+from tutor.storage.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:

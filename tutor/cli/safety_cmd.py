@@ -76,7 +76,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _screen_for(layers: str, config):
-    from tutor.modules import load_library
+    from tutor.content.modules import load_library
     from tutor.risk.offline import offline_screen, read_by_meaning
     from tutor.risk.screen import screen
 
@@ -92,8 +92,16 @@ def _screen_for(layers: str, config):
 
 def run_eval(args: argparse.Namespace) -> int:
     from tutor.risk.config import SafetyConfigError, load_safety
-    from tutor.risk.evaluate import (DEFAULT_SET, DEV_SET, HOLDOUT_SET, LabelledSetError, evaluate, format_report,
-                                     load_labelled_set, report_json)
+    from tutor.risk.evaluate import (
+        DEFAULT_SET,
+        DEV_SET,
+        HOLDOUT_SET,
+        LabelledSetError,
+        evaluate,
+        format_report,
+        load_labelled_set,
+        report_json,
+    )
 
     paths = args.set_paths or [DEFAULT_SET, DEV_SET, HOLDOUT_SET]
     try:
@@ -126,7 +134,7 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_prepare(args: argparse.Namespace) -> int:
     import time
 
-    from tutor.modules import load_library
+    from tutor.content.modules import load_library
 
     started = time.perf_counter()
     semantic = load_library().semantic

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from tutor.modules import REPO_ROOT
+from tutor.content.modules import REPO_ROOT
 
 SUITES = REPO_ROOT / "evals" / "teach"
 
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_prepare(args: argparse.Namespace) -> int:
     import time
 
-    from tutor.modules import load_library
+    from tutor.content.modules import load_library
     from tutor.teach.understanding import warm
 
     started = time.perf_counter()
@@ -69,7 +69,7 @@ def _suite_files(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from tutor.modules import ModuleNotServable, load_library
+    from tutor.content.modules import ModuleNotServable, load_library
     from tutor.teach.suites import (
         GOALS,
         SuiteError,

@@ -6,9 +6,15 @@ import argparse
 import getpass
 import sys
 
-from tutor.accounts import AccountError, create_account, list_accounts, set_disabled, set_password
-from tutor.dbfaults import DatabaseUnavailable, open_database, startup_message
-from tutor.store import iso_utc
+from tutor.access.accounts import (
+    AccountError,
+    create_account,
+    list_accounts,
+    set_disabled,
+    set_password,
+)
+from tutor.storage.dbfaults import DatabaseUnavailable, open_database, startup_message
+from tutor.storage.store import iso_utc
 
 
 def register(sub: argparse._SubParsersAction) -> None:

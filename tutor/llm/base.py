@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module
+    from tutor.content.modules import Module
     from tutor.progress import ProgressState
 
 Role = Literal["system", "user", "assistant"]
@@ -78,7 +78,7 @@ class JudgedData:
 
 @dataclass(frozen=True)
 class TeachingContext:
-    """What the server decided about teaching this turn, as plain data (tutor.teaching)."""
+    """What the server decided about teaching this turn, as plain data (tutor.teach.teaching)."""
 
     # what the learner's input is: answer | question | skip | retry | summary | navigate |
     # form | other | opening

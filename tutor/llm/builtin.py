@@ -4,7 +4,7 @@ It behaves like a model as far as the app can tell: it returns RESPONSE_SCHEMA J
 that goes through `contract.parse` and the server's progress reconciliation like any reply.
 It reads only `request.context` (the module, progress after the learner's evidence, the
 topics the learner mentioned, the learner's input, and what the server decided about
-teaching this turn: tutor.teaching), never the prompt.
+teaching this turn: tutor.teach.teaching), never the prompt.
 
 How a turn is chosen:
 
@@ -56,7 +56,7 @@ from tutor.progress import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module, Topic
+    from tutor.content.modules import Module, Topic
 
 __all__ = ["BuiltinTutor", "compose_reply", "markdown_blocks"]
 

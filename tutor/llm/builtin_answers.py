@@ -2,7 +2,7 @@
 to their question from the module's passages, more on the topic they are on, the module's
 referral for a medical question, a kind word for what they shared, or a plain "this module
 doesn't cover that" with what it does cover. The server decided what the message is doing
-(`TeachingContext.intent`, tutor.teaching); this module only words it.
+(`TeachingContext.intent`, tutor.teach.teaching); this module only words it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tutor.llm.base import PassageData, TurnContext
 from tutor.progress import words
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module, Topic
+    from tutor.content.modules import Module, Topic
 
 __all__ = ["block", "respond_to_learner"]
 

@@ -1,5 +1,5 @@
 """YAML locations for author-facing messages: a path into the data -> its line in the file.
-(The same approach as tutor/modules.py, kept separate so tutor.risk does not import it.)"""
+(The same approach as tutor/content/modules.py, kept separate so tutor.risk does not import it.)"""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
-"""Teaching: checks of understanding (the JUDGE contract and the built-in judge), retrieval
-over a module's sources, and verification of quoted citations. Also, for a turn (used by
-tutor.teaching): what a learner's message is (`intent`), the check's form and the score's
-callout (`feedback`), and the judge as a model call (`judge_call`).
+"""Teaching: what a learner's message is doing (intent, by meaning), the passage that
+answers it (hybrid retrieval), checks of understanding (the JUDGE contract and the built-in
+judge), verification of quoted citations, mastery and progress, and the teaching steps of a
+turn (`teaching`: called by tutor.turns.engine). For a turn: what a learner's message is
+(`intent`, `understanding`), the check's form and the score's callout (`feedback`), and the
+judge as a model call (`judge_call`).
 
-The module format for checks and sources lives in `tutor.material`; this package builds on
-it and never imports `tutor.modules` at run time.
+May import understand, content, render, llm, contract and storage; never turns or web. The
+module format for checks and sources lives in `tutor.content.material`.
 """
 
 from tutor.teach.builtin_judge import judge_builtin

@@ -28,15 +28,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from tutor.content.material import Check
 from tutor.i18n import Translator, translator
-from tutor.material import Check
 from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
-from tutor.teach.judge_meaning import JUDGE_ADDRESSED_CAP, Clauses, addressed_to_judge, anchors_of, is_term_list
+from tutor.teach.judge_meaning import (
+    JUDGE_ADDRESSED_CAP,
+    Clauses,
+    addressed_to_judge,
+    anchors_of,
+    is_term_list,
+)
 from tutor.teach.phrases import AnswerText, compile_phrase
 from tutor.text import words
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module
+    from tutor.content.modules import Module
 
 __all__ = ["COPY_CAP", "LIST_CAP", "MISCONCEPTION_CAP", "judge_builtin", "topic_material"]
 

@@ -8,9 +8,9 @@ after it (tutor.teach.intent).
 
 from __future__ import annotations
 
+from tutor.content.material import Check
 from tutor.contract import Form, FormField, TextBlock
 from tutor.i18n import N_, translator
-from tutor.material import Check
 
 __all__ = [
     "ANSWER_FIELD",

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tutor.content.material import Check
 from tutor.contract.extract import clean, scan_values
 from tutor.contract.repair import repair_region
 from tutor.llm.base import ChatMessage
-from tutor.material import Check
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module
+    from tutor.content.modules import Module
 
 log = logging.getLogger(__name__)
 

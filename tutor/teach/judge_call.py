@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tutor.content.material import Check
 from tutor.llm.base import Contract, Provider
 from tutor.llm.config import LLMSettings
 from tutor.llm.contract_call import call_contract
 from tutor.llm.policy import AttemptRecord
-from tutor.material import Check
 from tutor.teach.judge import JudgeResult, judge_messages, judge_schema, validate_judge
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module
+    from tutor.content.modules import Module
 
 __all__ = ["CONTRACT_NAME", "JudgeCall", "judge_with_model"]
 

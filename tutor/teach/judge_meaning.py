@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tutor.material import Check, Criterion
+from tutor.content.material import Check, Criterion
 from tutor.teach.phrases import AnswerText, compile_phrase
 
 __all__ = ["JUDGE_ADDRESSED_CAP", "Clauses", "addressed_to_judge", "anchors_of", "clauses", "is_term_list"]

@@ -27,18 +27,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tutor.material import MODULE_SOURCE_ID
-from tutor.teach.intent_bank import bank
+from tutor.content.material import MODULE_SOURCE_ID
 from tutor.teach.retrieval import Index, Passage, tokens
 from tutor.text import words
 from tutor.understand import (
-    HASH_DIM, SoftmaxClassifier, VectorCache, cache_dir, embedder, fold_accents, model_id, ngram_rows, train_softmax,
+    HASH_DIM,
+    SoftmaxClassifier,
+    VectorCache,
+    cache_dir,
+    embedder,
+    fold_accents,
+    model_id,
+    ngram_rows,
+    train_softmax,
     windows,
 )
+from tutor.understand.intent_bank import bank
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.material import Check
-    from tutor.modules import Module, Topic
+    from tutor.content.material import Check
+    from tutor.content.modules import Module, Topic
 
 __all__ = ["OFF_TOPIC_BELOW", "Found", "ModuleVectors", "check_text", "find", "module_vectors", "more_about",
            "warm_vectors"]

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from tutor.content.material import MODULE_SOURCE_ID, Source, SourceSection
 from tutor.contract.models import Citation
-from tutor.material import MODULE_SOURCE_ID, Source, SourceSection
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module
+    from tutor.content.modules import Module
 
 __all__ = [
     "MAX_QUOTE_CHARS",

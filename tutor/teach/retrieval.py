@@ -34,12 +34,12 @@ import bm25s
 import numpy as np
 import snowballstemmer
 
-from tutor.material import MODULE_SOURCE_ID
+from tutor.content.material import MODULE_SOURCE_ID
 from tutor.teach.quotes import module_sources
 from tutor.text import words
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module, Topic
+    from tutor.content.modules import Module, Topic
 
 __all__ = ["Index", "Passage", "retrieve", "tokens"]
 

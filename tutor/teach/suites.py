@@ -19,7 +19,7 @@ from tutor.teach.builtin_judge import judge_builtin, topic_material
 from tutor.teach.retrieval import Index
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.modules import Module
+    from tutor.content.modules import Module
 
 __all__ = [
     "DEFAULT_BANDS",

@@ -1,7 +1,7 @@
 """What a learner's message is doing, read by meaning.
 
 A light classifier (tutor.understand: the sentence vector beside hashed word features of
-the text folded to plain letters) trained on tutor/teach/intents.yaml names the act: a
+the text folded to plain letters) trained on tutor/understand/intents.yaml names the act: a
 statement, a question, a request (more, next, skip, retry, summary, exercise), a personal
 share, chat unrelated to learning, or a medical question. The module decides the rest:
 
@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tutor.teach.intent import classify as classify_by_rules
-from tutor.teach.intent_bank import ACTS, bank
 from tutor.teach.meaning import Found, ModuleVectors, check_text, find, warm_vectors
 from tutor.teach.retrieval import warm as warm_words
 from tutor.understand import (
@@ -44,17 +43,18 @@ from tutor.understand import (
     run_embedding,
     train_softmax,
 )
+from tutor.understand.intent_bank import ACTS, bank
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.material import Check
-    from tutor.modules import Module
+    from tutor.content.material import Check
+    from tutor.content.modules import Module
 
 __all__ = ["ACTS", "INTENTS", "IntentReader", "Reading", "Understood", "check_text", "intent_reader", "understand",
            "understand_async", "warm"]
 
 log = logging.getLogger(__name__)
 
-# What the teaching flow is told (tutor.teaching): the acts above, with a statement to an
+# What the teaching flow is told (tutor.teach.teaching): the acts above, with a statement to an
 # open check read as an answer and anything far from the module as off_topic.
 INTENTS = ("answer", "question", "more", "next", "skip", "retry", "summary", "exercise", "share", "off_topic",
            "medical")

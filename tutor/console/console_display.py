@@ -1,0 +1,242 @@
+"""What the operator console shows, as plain data: the console's reads (tutor.console.reviews,
+tutor.console.console, tutor.console.console_modules) turned into strings and flat rows a page can render
+without formatting logic of its own. One call loads a whole view (`load_console`), so the
+page makes one trip to the database threads per refresh."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from tutor.console.console import backend_health
+from tutor.console.console_modules import module_stats
+from tutor.console.reviews import Attempt, ReviewItem, review_list
+from tutor.content.modules import Library
+from tutor.storage.store import Store
+
+__all__ = ["ConsoleData", "REVIEW_PAGE", "load_console"]
+
+REVIEW_PAGE = 20  # review items per page
+
+
+@dataclasses.dataclass
+class EvidenceRow:
+    where: str
+    snippet: str
+    check: str  # "" when the hash matches, else why it does not
+
+
+@dataclasses.dataclass
+class AttemptRow:
+    attempt: str
+    kind: str
+    provider: str
+    model: str
+    strategy: str
+    outcome: str
+    error_class: str
+    latency: str
+    tokens_in: str
+    tokens_out: str
+    cost: str
+    error: str
+    hint: str
+
+
+@dataclasses.dataclass
+class ReviewRow:
+    key: str  # "risk-12" | "turn-40": what "Mark reviewed" names
+    kind: str
+    kind_label: str
+    created_at: str
+    module_id: str
+    learner: str
+    label: str
+    detail: str  # confidence and source of a safety flag
+    reviewed: bool
+    reviewed_line: str
+    evidence: list[EvidenceRow] = dataclasses.field(default_factory=list)
+    raw: str = ""
+    raw_more: str = ""
+    attempts: list[AttemptRow] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class CountRow:
+    outcome: str
+    error_class: str
+    count: str
+
+
+@dataclasses.dataclass
+class WindowRow:
+    label: str
+    calls: str
+    p50: str
+    p95: str
+    counts: list[CountRow] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class ErrorRow:
+    created_at: str
+    provider: str
+    model: str
+    kind: str
+    error_class: str
+    status: str
+    error: str
+    hint: str
+
+
+@dataclasses.dataclass
+class TopicRow:
+    title: str
+    seen: str
+    mastered: str
+    stopped_here: str
+
+
+@dataclasses.dataclass
+class OptionRow:
+    label: str
+    count: str
+
+
+@dataclasses.dataclass
+class FieldRow:
+    key: str
+    title: str
+    answers: str
+    options: list[OptionRow] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class CheckRow:
+    check_id: str
+    topic: str
+    judged: str
+    failed: str
+    mean: str
+    median: str
+
+
+@dataclasses.dataclass
+class ModuleView:
+    module_id: str = ""
+    title: str = ""
+    learners: str = "0"
+    stopped: str = "0"
+    stopped_before_any: str = "0"
+    topics: list[TopicRow] = dataclasses.field(default_factory=list)
+    fields: list[FieldRow] = dataclasses.field(default_factory=list)
+    checks: list[CheckRow] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class ScreenRow:
+    model: str
+    screens: str
+    failed: str
+    rate: str
+
+
+@dataclasses.dataclass
+class ConsoleData:
+    reviews: list[ReviewRow]
+    has_more: bool
+    windows: list[WindowRow]
+    errors: list[ErrorRow]
+    module: ModuleView
+    screens: list[ScreenRow] = dataclasses.field(default_factory=list)
+
+
+def load_console(
+    store: Store, library: Library, *, include_reviewed: bool, page: int, module_id: str,
+    pricer: Callable[[int, int], float | None] | None = None,
+) -> ConsoleData:
+    """Everything one refresh of the console shows: a page of the review list (and whether
+    there is a next), backend health, and one module's numbers."""
+    items = review_list(store, include_reviewed=include_reviewed, limit=REVIEW_PAGE + 1,
+                        offset=max(0, page) * REVIEW_PAGE, details=True, pricer=pricer)
+    health = backend_health(store)
+    module = library.modules.get(module_id)
+    return ConsoleData(
+        reviews=[review_row(i) for i in items[:REVIEW_PAGE]],
+        has_more=len(items) > REVIEW_PAGE,
+        windows=[WindowRow(w.label, f"{w.calls:,}", _ms(w.latency_p50_ms), _ms(w.latency_p95_ms),
+                           [CountRow(c.outcome, c.error_class or "—", f"{c.count:,}") for c in w.counts])
+                 for w in health.windows],
+        errors=[ErrorRow(e.created_at, e.provider, e.model, e.kind, e.error_class,
+                         str(e.http_status) if e.http_status else "", e.error, e.hint)
+                for e in health.recent_errors],
+        module=module_view(store, library, module_id) if module is not None else ModuleView(),
+        screens=[ScreenRow(f"{h.provider} · {h.model}", f"{h.screens:,}", f"{h.failed:,}", f"{h.failure_rate:.0%}")
+                 for h in health.screens],
+    )
+
+
+SEVERITY_WORDS = {"imminent": "IMMINENT", "serious": "serious"}
+LAYER_WORDS = {"offline": "phrase layer", "semantic": "semantic layer", "offline+semantic": "phrase and semantic layers",
+               "model": "model screen"}
+
+
+def review_row(item: ReviewItem) -> ReviewRow:
+    reviewed = item.reviewed_at is not None
+    line = ""
+    if reviewed:
+        line = f"Reviewed by {item.reviewed_by or 'someone'} at {item.reviewed_at}" + \
+            (f" — {item.note}" if item.note else "")
+    detail = ""
+    if item.kind == "risk":
+        detail = ", ".join(part for part in (
+            SEVERITY_WORDS.get(item.severity, ""), LAYER_WORDS.get(item.source or "", item.source or "screen"),
+            f"confidence {item.confidence or 0:.2f}") if part)
+    return ReviewRow(
+        key=f"{item.kind}-{item.id}", kind=item.kind,
+        kind_label="Safety flag" if item.kind == "risk" else "Tutor turn",
+        created_at=item.created_at, module_id=item.module_id, learner=item.learner, label=item.label,
+        detail=detail, reviewed=reviewed, reviewed_line=line,
+        evidence=[EvidenceRow(
+            where=f"{'field ' + str(e['field']) if e.get('field') else 'message'} [{e['start']}:{e['end']}]",
+            snippet=e["snippet"], check="" if e["verified"] else "hash mismatch: the message changed since")
+            for e in item.evidence],
+        raw=item.raw,
+        raw_more=f"… {item.raw_omitted:,} more characters not shown" if item.raw_omitted else "",
+        attempts=[attempt_row(a) for a in item.attempts],
+    )
+
+
+def attempt_row(a: Attempt) -> AttemptRow:
+    return AttemptRow(
+        attempt=str(a.attempt), kind=a.kind, provider=a.provider, model=a.model, strategy=a.strategy,
+        outcome=a.outcome, error_class=a.error_class or "—", latency=_ms(a.latency_ms),
+        tokens_in=f"{a.tokens_in:,}", tokens_out=f"{a.tokens_out:,}",
+        cost="—" if a.cost is None else f"{a.cost:.6f}", error=a.error, hint=a.hint,
+    )
+
+
+def module_view(store: Store, library: Library, module_id: str) -> ModuleView:
+    module = library.get(module_id)
+    stats = module_stats(store, module)
+    titles = {t.id: t.title for t in module.topics}
+    return ModuleView(
+        module_id=stats.module_id, title=stats.title, learners=f"{stats.learners:,}", stopped=f"{stats.stopped:,}",
+        stopped_before_any=f"{stats.stopped_before_any:,}",
+        topics=[TopicRow(t.title, f"{t.seen:,}", f"{t.mastered:,}" if t.has_checks else "no checks",
+                         f"{t.stopped_here:,}") for t in stats.topics],
+        fields=[FieldRow(
+            key=f"{f.form_id}-{f.field_id}", title=f"{f.form_id} · {f.label}", answers=f"{f.answers:,}",
+            options=[OptionRow(o.label, f"{o.count:,}") for o in f.options]
+            + ([OptionRow("(other answers)", f"{f.other:,}")] if f.other else []))
+            for f in stats.fields],
+        checks=[CheckRow(c.check_id, titles.get(c.topic_id, c.topic_id), f"{c.judged:,}", f"{c.failed:,}",
+                         "—" if c.mean is None else f"{c.mean:g}", "—" if c.median is None else f"{c.median:g}")
+                for c in stats.checks],
+    )
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"

@@ -1,0 +1,389 @@
+"""Teaching in a turn: checks asked and judged, passages found, quotes verified, and the
+learner's progress (seen and mastered) decided on the server. The engine calls `prepare`
+before the tutor is asked and `finish` after, and stays a thin sequence of steps.
+
+Before the tutor speaks (`prepare`):
+
+1. what the learner's input is (tutor.teach.intent): an answer to the check the tutor asked
+   last (its form, or free text right after it), a question, a request to skip, retry or
+   move on, a module form, or something they shared;
+2. an answer is judged at once: with no model by the built-in rubric judge, with a model by
+   the JUDGE contract (tutor.teach.judge_call); a judge that fails leaves the answer unscored
+   (flags judge_failed, needs_review), never with an invented score;
+3. a question or a remark finds the module's best passages (tutor.teach.retrieve);
+4. which check to ask now (`plan_check`): the same one again after an answer below its
+   threshold (or a question asked while it was open); else the check of the most recently
+   seen topic not asked yet; once every topic is seen, the unmastered check asked longest
+   ago. None while the learner asks questions, skips, follows a form's `next_topic`, or
+   asks for a topic by name.
+
+After (`finish`): citations are verified (unverifiable ones dropped, flag unverified_quote)
+and shown with their source and section; the topics the reply showed are seen
+(tutor.progress.shown_topics); the score and feedback are put first in the reply and the
+check's form last, both the server's; `meta.progress` is the server's.
+
+What the database says about checks and mastery is tutor.teach.mastery (re-exported here).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from tutor import progress as progress_mod
+from tutor.content.material import Check
+from tutor.content.modules import Module, Topic
+from tutor.contract import Citation, Form, ParsedReply, TextBlock, TutorResponse
+from tutor.llm.base import CheckData, JudgedData, PassageData, Provider, TeachingContext
+from tutor.llm.config import LLMSettings
+from tutor.llm.policy import AttemptRecord
+from tutor.progress import ProgressState, ProgressUpdate
+from tutor.render.views import ProgressView
+from tutor.storage.store import Store
+from tutor.teach import judge_builtin, module_sources, retrieve, verify_quote
+from tutor.teach.builtin_judge import topic_material
+from tutor.teach.feedback import (
+    ANSWER_FIELD,
+    check_form,
+    check_id_of,
+    failed_block,
+    feedback_block,
+)
+from tutor.teach.intent import classify
+from tutor.teach.judge_call import judge_with_model
+from tutor.teach.mastery import (
+    CheckHistory,
+    check_history,
+    learner_state,
+    mastered_from,
+    read_history,
+    read_scores,
+    with_mastery,
+    with_scores,
+)
+from tutor.teach.meaning import more_about
+from tutor.teach.quotes import section_topic
+from tutor.teach.understanding import understand_async
+from tutor.understand import EmbedderUnavailable
+
+__all__ = [
+    "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "plan_check", "prepare",
+    "progress_view", "with_mastery", "with_scores", "with_server_meta",
+    # tutor.teach.mastery's, re-exported: the engine, tutor.turns.turn_store and the console read them here
+    "check_history", "mastered_from", "read_history", "read_scores",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.turns.conversations import PendingTurn  # the turn layer calls this one
+
+log = logging.getLogger(__name__)
+
+PASSAGES = 3  # passages that travel with a turn
+# The reader's intents as the lesson's flow names them (tutor.llm.base.TeachingContext).
+_FLOW = {"next": "navigate"}
+# Messages after which the open check stays open (asked again below the reply), and those
+# the tutor answers without moving the lesson on.
+_KEEPS_CHECK = ("retry", "question", "share", "more", "off_topic", "medical")
+_ANSWERED = ("more", "off_topic", "medical")
+SHARE_FITS = 0.86  # a personal share gets a passage only when one is this close in meaning
+
+
+# --- before the tutor speaks ----------------------------------------------------------------
+
+
+@dataclass
+class TurnPlan:
+    context: TeachingContext
+    state: ProgressState  # before the turn, mastery included
+    interim: ProgressState  # after the learner's evidence: what the tutor is told
+    seen: frozenset[str] = frozenset()  # evidence before the reply: form covers, the answered check's topic
+    mastered: tuple[str, ...] = ()  # after this turn's judgement
+    detected: frozenset[str] = frozenset()
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # CheckAttempt fields
+    feedback: TextBlock | None = None
+    ask_form: Form | None = None
+
+
+async def prepare(
+    store: Store, provider: Provider, settings: LLMSettings, module: Module, conversation_id: int,
+    pending: PendingTurn | None, progress: ProgressState, detected: frozenset[str],
+    history: CheckHistory | None = None, recent: Sequence[str] = (),
+) -> TurnPlan:
+    """`history`: the conversation's checks if the caller has read them (read_history);
+    `recent`: what the tutor said in the last few turns (a passage shown there is not shown
+    again as "more")."""
+    if history is None:
+        history = await store.run(read_history, store, conversation_id, pending.learner.seq if pending else None)
+    state = replace(progress, mastered=mastered_from(module, history.scored))
+    if pending is None:
+        return TurnPlan(TeachingContext(intent="opening"), state, state, mastered=state.mastered)
+    learner = pending.learner_input
+    plan = TurnPlan(TeachingContext(), state, state, detected=detected)
+    answered: tuple[Topic, Check] | None = None
+    found: list[Any] | None = None  # passages found by meaning (None: not read by meaning)
+    answer = ""
+    seen: set[str] = set()
+    goto = None
+    if learner.is_form:
+        check_id = check_id_of(learner.form_id)
+        answered = module.find_check(check_id) if check_id else None
+        intent = "answer" if answered else "form"
+        answer = str((learner.answers or {}).get(ANSWER_FIELD) or "")
+        seen |= progress_mod.form_covers(module, learner.form_id, learner.answers)
+        goto = _form_next_topic(module, learner.form_id, learner.answers or {})
+    else:
+        open_check = module.find_check(history.last_asked) if history.last_asked else None
+        read = await _understand(module, learner.text or "", open_check)
+        intent, found = read if read is not None else (
+            classify(learner.text, check_open=open_check is not None), None)
+        if intent == "answer":
+            answered, answer = open_check, learner.text or ""
+    judged = None
+    if answered is not None:
+        topic, check = answered
+        judged = await _judge(plan, provider, settings, module, pending, topic, check, answer)
+        history = history.with_score(check.id, judged.score)
+        seen.add(topic.id)  # answering a check is engaging with its topic
+    mastered = mastered_from(module, history.scored)
+    interim = progress_mod.apply_evidence(module, state, seen, mastered)
+    passages: tuple[PassageData, ...] = ()
+    if learner.is_form:
+        pass
+    elif intent == "more":
+        current = _current_topic(module, state, history)
+        passages = tuple(_passage(p) for p in more_about(module, current, shown=recent)) if current else ()
+    elif found is not None:
+        passages = tuple(_passage(p) for p in found)
+    elif intent in ("question", "other") and learner.text:
+        passages = tuple(_passage(p) for p in retrieve(module, learner.text, k=PASSAGES, on_topic_only=True))
+    ask = plan_check(module, interim, history, intent, answered[1] if answered else None, goto, detected)
+    if ask is not None:
+        found = module.find_check(ask.check_id)
+        assert found is not None
+        plan.ask_form = check_form(found[1], found[0].title, again=ask.again, language=module.language)
+    plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto)
+    plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
+    return plan
+
+
+def _current_topic(module: Module, state: ProgressState, history: CheckHistory) -> str | None:
+    """The topic the conversation is on: the open check's, else the one taught last."""
+    found = module.find_check(history.last_asked) if history.last_asked else None
+    if found is not None and found[0].id in state.covered[-1:]:
+        return found[0].id
+    return state.covered[-1] if state.covered else (found[0].id if found else None)
+
+
+async def _understand(module: Module, text: str, open_check: tuple[Topic, Check] | None
+                      ) -> tuple[str, list[Any]] | None:
+    """What the message is doing and the passages that answer it, read by meaning
+    (tutor.teach.understanding), or None when the semantic layer is not installed (the
+    rules and BM25 decide, as before). Passages come only with intents that use them."""
+    try:
+        read = await understand_async(module, text, open_check[1] if open_check else None, k=PASSAGES)
+    except EmbedderUnavailable as exc:
+        log.warning("reading the learner's message by words only: %s", exc)
+        return None
+    intent = _FLOW.get(read.intent, read.intent)
+    uses = intent == "question" or (intent == "share" and read.found.relevance >= SHARE_FITS)
+    return intent, list(read.found.passages) if uses else []
+
+
+async def _judge(
+    plan: TurnPlan, provider: Provider, settings: LLMSettings, module: Module, pending: PendingTurn,
+    topic: Topic, check: Check, answer: str,
+) -> JudgedData:
+    """Judge one answer; the score, the stored row and the feedback block go into `plan`."""
+    if provider.name == "builtin":
+        result, source = judge_builtin(check, answer, material=topic_material(module, topic.id),
+                                       language=module.language), "builtin"
+    else:
+        call = await judge_with_model(provider, settings, module, check, answer)
+        result, source = call.result, "model"
+        plan.attempts += call.attempts
+        if result is None:
+            log.warning("conversation %s: judge failed for check %s: %s", pending.conversation_id, check.id,
+                        call.problem)
+            plan.flags += ["judge_failed", "needs_review"]
+    plan.rows.append({
+        "conversation_id": pending.conversation_id, "message_id": pending.learner.id, "module_id": module.id,
+        "topic_id": topic.id, "check_id": check.id, "score": result.score if result else None,
+        "criteria_json": json.dumps(result.criteria_scores if result else {}),
+        "feedback": result.feedback if result else "", "source": source,
+    })
+    if result is None:
+        plan.feedback = failed_block(module.language)
+        return JudgedData(check.id, topic.id, topic.title, check.question, None, check.threshold, False)
+    plan.feedback = feedback_block(topic.title, result.score, check.threshold, result.feedback, module.language)
+    return JudgedData(check.id, topic.id, topic.title, check.question, result.score, check.threshold,
+                      result.score >= check.threshold, result.feedback)
+
+
+def plan_check(
+    module: Module, state: ProgressState, history: CheckHistory, intent: str, answered: Check | None,
+    goto: str | None, detected: Iterable[str],
+) -> CheckData | None:
+    """The check to ask this turn, if any (see the module docstring)."""
+    def still_open(check: Check) -> bool:
+        return history.best(check.id) < check.threshold
+
+    last = module.find_check(history.last_asked) if history.last_asked else None
+    if answered is not None:
+        if still_open(answered):
+            return _ask(module, answered, again=True)
+    elif intent in _KEEPS_CHECK and last is not None and still_open(last[1]):
+        return _ask(module, last[1], again=True)  # a question does not close the check
+    if intent == "exercise":
+        return _practice(module, state, history)
+    if intent in ("question", "summary", *_ANSWERED) or goto or (intent == "navigate" and set(detected)):
+        return None
+    if intent == "skip" and progress_mod.next_topic(module, state) is not None:
+        return None  # skipping moves the lesson on; the check comes back at the end
+    for topic_id in reversed(state.covered):
+        topic = module.topic(topic_id)
+        for check in topic.checks if topic else ():
+            if still_open(check) and check.id not in history.asked:
+                return _ask(module, check)
+    if progress_mod.next_topic(module, state) is None and not progress_mod.is_complete(module, state):
+        waiting = [c for t in module.topics for c in t.checks if still_open(c)]
+        skipped = last[1].id if last is not None and answered is None else None
+        pool = [c for c in waiting if c.id != skipped] or waiting
+        if pool:
+            check = min(pool, key=lambda c: history.asked.get(c.id, -1))  # never asked first, then oldest
+            return _ask(module, check, again=check.id in history.asked, review=True)
+    return None
+
+
+def _practice(module: Module, state: ProgressState, history: CheckHistory) -> CheckData | None:
+    """"Give me an exercise": the check of the topic taught last that is not mastered yet,
+    else of any topic taught; None when every one of them is (the lesson goes on)."""
+    for topic_id in reversed(state.covered):
+        topic = module.topic(topic_id)
+        for check in topic.checks if topic else ():
+            if history.best(check.id) < check.threshold:
+                return _ask(module, check, again=check.id in history.asked)
+    return None
+
+
+def _ask(module: Module, check: Check, *, again: bool = False, review: bool = False) -> CheckData:
+    found = module.find_check(check.id)
+    assert found is not None
+    topic = found[0]
+    return CheckData(check.id, topic.id, topic.title, check.question, again=again, review=review)
+
+
+def _form_next_topic(module: Module, form_id: str | None, answers: dict[str, Any]) -> str | None:
+    """The topic a module form's chosen option leads to (`next_topic`), if any."""
+    entry = module.find_form(form_id) if form_id else None
+    for form_field in entry.fields if entry else ():
+        chosen = answers.get(form_field.id)
+        values = chosen if isinstance(chosen, list) else [chosen]
+        for option in form_field.options or ():
+            if option.value in values and getattr(option, "next_topic", None):
+                return option.next_topic
+    return None
+
+
+def _passage(p: Any) -> PassageData:
+    return PassageData(p.source_id, p.source_title, p.section_id, p.section_title, p.topic_id, p.text, p.score)
+
+
+# --- after the tutor spoke ------------------------------------------------------------------
+
+
+@dataclass
+class Finished:
+    shown: TutorResponse | None
+    update: ProgressUpdate
+    flags: list[str]
+
+
+def finish(module: Module, plan: TurnPlan, parsed: ParsedReply) -> Finished:
+    response = parsed.response
+    flags: list[str] = []
+    cited: list[str] = []
+    claimed: list[str] = []
+    text = ""
+    shown = None
+    if response is not None:
+        # A copy whose content may be changed: every change below assigns new lists, so
+        # a shallow copy of the content is enough (a deep copy cost ~1 ms a turn).
+        shown = response.model_copy(update={"content": response.content.model_copy()})
+        if shown.content.citations:
+            kept, cited, dropped = verify_citations(module, shown.content.citations)
+            if dropped:
+                log.info("dropped %d unverifiable quote(s)", dropped)
+                flags.append("unverified_quote")
+            shown.content.citations = kept or None
+        text = "\n".join([*(b.content for b in response.content.text_blocks),
+                          *(c.quote for c in shown.content.citations or ())])
+        claimed = list(response.meta.progress.covered_topics or []) if response.meta.progress else []
+        _add_check(shown, plan)
+    reply = progress_mod.shown_topics(module, plan.interim, claimed, text, cited, preferred=plan.detected)
+    update = progress_mod.reconcile(module, plan.state, set(plan.seen) | set(reply.topics), plan.mastered)
+    update = replace(update, ignored_claims=reply.ignored)
+    return Finished(with_server_meta(shown, module, update), update, flags)
+
+
+def _add_check(shown: TutorResponse, plan: TurnPlan) -> None:
+    """The server's parts of a reply: feedback first, the check's form last. Check forms
+    a model wrote itself are dropped: asking and judging checks is the server's."""
+    forms = shown.content.forms
+    if forms and any(check_id_of(f.id) for f in forms):
+        forms = [f for f in forms if check_id_of(f.id) is None]
+        shown.content.forms = forms or None
+    if plan.ask_form is not None:
+        shown.content.forms = [*(forms or []), plan.ask_form]
+    if plan.feedback is not None:
+        shown.content.text_blocks = [plan.feedback, *shown.content.text_blocks]
+
+
+def verify_citations(module: Module, citations: Iterable[Citation]) -> tuple[list[Citation], list[str], int]:
+    """(verified citations as the learner sees them: the author's exact words, location
+    "Source title › Section title"; the topics they back; how many were dropped)."""
+    sources = module_sources(module)
+    kept: list[Citation] = []
+    topics: list[str] = []
+    dropped = 0
+    for citation in citations:
+        verified = verify_quote(sources, citation)
+        if verified is None:
+            dropped += 1
+            continue
+        shown = Citation(source_id=verified.source_id, quote=verified.quote,
+                         location=f"{verified.source_title} › {verified.section_title}")
+        if shown not in kept:
+            kept.append(shown)
+        topic = section_topic(module, verified.source_id, verified.section_id)
+        if topic is not None:
+            topics.append(topic)
+    return kept, topics, dropped
+
+
+def with_server_meta(response: TutorResponse | None, module: Module, update: ProgressUpdate) -> TutorResponse | None:
+    """The learner sees the server's progress; the model's claim stays in the raw text."""
+    if response is None:
+        return None
+    shown = response.model_copy(update={"meta": response.meta.model_copy()})  # only meta changes
+    shown.meta.progress = progress_mod.server_progress(module, update)
+    shown.meta.module_state = progress_mod.module_state(module, update.state)
+    return shown
+
+
+def progress_view(module: Module, state: ProgressState, milestone: str | None) -> ProgressView:
+    return ProgressView(
+        percentage=progress_mod.percentage(module, state),
+        covered=progress_mod.covered_ids(module, state),
+        total=len(module.topic_ids),
+        milestone=milestone,
+        milestones=list(state.milestones),
+        module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),
+        mastered=progress_mod.mastered_ids(module, state),
+        checked=progress_mod.checked_count(module),
+        done=progress_mod.done_count(module, state),
+    )

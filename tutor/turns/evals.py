@@ -1,0 +1,384 @@
+"""Evaluate a backend and strategy (seed 001) by playing a suite of learner turns.
+
+A suite (YAML) names a module and lists conversations of learner turns: questions,
+off-topic and adversarial messages, form answers. Each conversation runs through the real
+Engine on a throwaway SQLite database, so every turn takes the production path: prompt
+assembly, provider call, repair, re-ask, fail-closed, server-side progress.
+
+Metrics per strategy, one row each (definitions in `StrategyRow`).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tutor.llm.base import LearnerInput, Provider
+from tutor.llm.config import STRATEGIES, LLMSettings
+from tutor.llm.policy import AttemptRecord
+
+
+class SuiteError(ValueError):
+    """A suite file that cannot be played; the message says where."""
+
+
+@dataclass(frozen=True)
+class SuiteTurn:
+    text: str | None = None
+    form_id: str | None = None
+    answers: dict[str, Any] | None = None
+    else_text: str | None = None  # sent instead when the form is not open at that point
+    tags: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return "form" if self.form_id else "text"
+
+
+@dataclass(frozen=True)
+class SuiteConversation:
+    name: str
+    turns: tuple[SuiteTurn, ...]
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    module_id: str
+    conversations: tuple[SuiteConversation, ...]
+    description: str = ""
+
+    @property
+    def turn_count(self) -> int:
+        """Turns per run, the tutor's opening turn of each conversation included."""
+        return sum(len(c.turns) + 1 for c in self.conversations)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Suite:
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise SuiteError(f"{path}: cannot read the suite: {exc}") from None
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "suite") -> Suite:
+        if not isinstance(data, dict):
+            raise SuiteError(f"{source}: a suite is a mapping with module and conversations")
+        module_id = data.get("module")
+        if not isinstance(module_id, str) or not module_id:
+            raise SuiteError(f"{source}: set `module:` to a module id")
+        raw_convs = data.get("conversations")
+        if not isinstance(raw_convs, list) or not raw_convs:
+            raise SuiteError(f"{source}: `conversations:` needs at least one conversation")
+        convs = []
+        for i, conv in enumerate(raw_convs):
+            where = f"{source}: conversations[{i}]"
+            if not isinstance(conv, dict) or not isinstance(conv.get("turns"), list) or not conv["turns"]:
+                raise SuiteError(f"{where}: needs `name:` and a non-empty `turns:` list")
+            turns = tuple(_turn(t, f"{where}.turns[{j}]") for j, t in enumerate(conv["turns"]))
+            convs.append(SuiteConversation(str(conv.get("name") or f"conversation_{i + 1}"), turns,
+                                           tuple(conv.get("tags") or ())))
+        return cls(str(data.get("name") or Path(source).stem), module_id, tuple(convs),
+                   str(data.get("description") or ""))
+
+
+def _turn(raw: Any, where: str) -> SuiteTurn:
+    if isinstance(raw, str):
+        raw = {"text": raw}
+    if not isinstance(raw, dict):
+        raise SuiteError(f"{where}: a turn is a string, {{text: ...}} or {{form: ..., answers: ...}}")
+    tags = tuple(raw.get("tags") or ())
+    if raw.get("form"):
+        answers = raw.get("answers")
+        if not isinstance(answers, dict):
+            raise SuiteError(f"{where}: a form turn needs `answers:` (field id -> value)")
+        return SuiteTurn(form_id=str(raw["form"]), answers=answers, else_text=raw.get("else_text"), tags=tags)
+    text = raw.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise SuiteError(f"{where}: a text turn needs non-empty `text:`")
+    return SuiteTurn(text=text, tags=tags)
+
+
+@dataclass
+class TurnRecord:
+    """One tutor turn as the learner saw it, with the audit of its model calls."""
+
+    strategy: str
+    conversation: str
+    run: int
+    index: int  # 0 = the tutor's opening turn
+    kind: str  # opening | text | form | form_as_text | refused
+    outcome: str | None
+    flags: list[str]
+    attempts: list[AttemptRecord]
+    latency_ms: float  # wall clock of the whole turn, as the learner waits for it
+    tags: tuple[str, ...] = ()
+    error: str | None = None  # input refused by the engine (the suite is wrong), or a crash
+
+    @property
+    def calls(self) -> list[AttemptRecord]:
+        return [a for a in self.attempts if a.outcome != "skipped"]
+
+    @property
+    def first_reply(self) -> AttemptRecord | None:
+        """The first call that produced a completion (transport retries before it skipped)."""
+        return next((a for a in self.calls if a.outcome != "error"), None)
+
+    @property
+    def fallback(self) -> bool:
+        return "needs_review" in self.flags or "fallback_apology" in self.flags
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        return data
+
+
+@dataclass
+class StrategyRow:
+    """Seed 001's table, one strategy. Rates are percentages of the turns the model
+    answered: a turn the safety screen answered with the author's reply (no model call for
+    the reply) is counted in `safety`, not in the model's rates."""
+
+    strategy: str
+    turns: int
+    json_parse: float  # first reply was one strict JSON object, as sent
+    schema_compliance: float  # first reply valid against RESPONSE_SCHEMA without any repair
+    structured: float  # the learner saw a structured reply (valid or repaired, after any re-ask)
+    repaired: float  # the reply shown needed repair
+    fallback: float  # failed closed: markdown of the raw text, or an apology
+    apology: float  # of which an apology (nothing usable came back)
+    retries_per_turn: float  # model calls beyond the first (transport retries and re-asks)
+    latency_p50_ms: float
+    latency_p95_ms: float
+    tokens_in_per_turn: float
+    tokens_out_per_turn: float
+    cost_per_turn: float | None
+    cost_total: float | None
+    errors: int = 0  # turns whose input the engine refused (a suite problem) or that crashed
+    safety: int = 0  # turns answered by the safety screen with the author's reply
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def percentile(values: Iterable[float], pct: float) -> float:
+    """Linear-interpolated percentile (numpy's default); 0 for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    rank = (len(ordered) - 1) * pct / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def summarize(records: list[TurnRecord], settings: LLMSettings | None = None) -> list[StrategyRow]:
+    """Per-strategy rows, in the order strategies first appear."""
+    order = list(dict.fromkeys(r.strategy for r in records))
+    return [_row(s, [r for r in records if r.strategy == s], settings) for s in order]
+
+
+def _row(strategy: str, all_records: list[TurnRecord], settings: LLMSettings | None) -> StrategyRow:
+    answered = [r for r in all_records if r.error is None]
+    played = [r for r in answered if not any(flag.startswith("risk:") for flag in r.flags)]
+    n = len(played)
+
+    def pct(pred: Callable[[TurnRecord], bool]) -> float:
+        return round(100 * sum(1 for r in played if pred(r)) / n, 1) if n else 0.0
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / n, 2) if n else 0.0
+
+    tokens_in = [sum(a.tokens_in for a in r.calls) for r in played]
+    tokens_out = [sum(a.tokens_out for a in r.calls) for r in played]
+    cost_total = settings.cost(sum(tokens_in), sum(tokens_out)) if settings else None
+    latencies = [r.latency_ms for r in played]
+    return StrategyRow(
+        strategy=strategy,
+        turns=n,
+        json_parse=pct(lambda r: bool(r.first_reply and r.first_reply.strict_json)),
+        schema_compliance=pct(lambda r: bool(r.first_reply and r.first_reply.outcome == "valid")),
+        structured=pct(lambda r: not r.fallback and r.outcome in ("valid", "repaired")),
+        repaired=pct(lambda r: not r.fallback and r.outcome == "repaired"),
+        fallback=pct(lambda r: r.fallback),
+        apology=pct(lambda r: "fallback_apology" in r.flags),
+        retries_per_turn=mean([max(0, len(r.calls) - 1) for r in played]),
+        latency_p50_ms=round(percentile(latencies, 50), 1),
+        latency_p95_ms=round(percentile(latencies, 95), 1),
+        tokens_in_per_turn=mean(tokens_in),
+        tokens_out_per_turn=mean(tokens_out),
+        cost_per_turn=None if cost_total is None or not n else cost_total / n,
+        cost_total=cost_total,
+        errors=len(all_records) - len(answered),
+        safety=len(answered) - n,
+    )
+
+
+_TABLE = [
+    ("Turns", "turns", "{:d}"),
+    ("Answered by the safety screen", "safety", "{:d}"),
+    ("JSON parse rate", "json_parse", "{:.1f}%"),
+    ("Schema compliance", "schema_compliance", "{:.1f}%"),
+    ("Structured reply shown", "structured", "{:.1f}%"),
+    ("Repaired", "repaired", "{:.1f}%"),
+    ("Fallback (fail closed)", "fallback", "{:.1f}%"),
+    ("  of which apology", "apology", "{:.1f}%"),
+    ("Retries per turn", "retries_per_turn", "{:.2f}"),
+    ("Latency p50", "latency_p50_ms", "ms"),
+    ("Latency p95", "latency_p95_ms", "ms"),
+    ("Tokens in per turn", "tokens_in_per_turn", "{:,.0f}"),
+    ("Tokens out per turn", "tokens_out_per_turn", "{:,.0f}"),
+    ("Cost per turn", "cost_per_turn", "${:.5f}"),
+    ("Cost total", "cost_total", "${:.4f}"),
+    ("Refused/crashed turns", "errors", "{:d}"),
+]
+
+
+def format_table(rows: list[StrategyRow]) -> str:
+    """A markdown table like seed 001's: metrics down, strategies across."""
+    has_cost = any(r.cost_total is not None for r in rows)
+    header = "| Metric | " + " | ".join(r.strategy for r in rows) + " |"
+    lines = [header, "|" + "---|" * (len(rows) + 1)]
+    for label, attr, fmt in _TABLE:
+        if attr.startswith("cost") and not has_cost:
+            continue
+        cells = [_cell(getattr(r, attr), fmt) for r in rows]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "n/a"
+    if fmt == "ms":
+        return f"{value / 1000:.2f}s" if value >= 1000 else f"{value:.0f}ms"
+    return fmt.format(value)
+
+
+def strategies_from_args(values: list[str] | None, configured: str) -> list[str]:
+    if not values:
+        return [configured]
+    if "all" in values:
+        return list(STRATEGIES)
+    return list(dict.fromkeys(values))
+
+
+async def run_suite(
+    suite: Suite,
+    settings: LLMSettings,
+    library: Any,
+    *,
+    strategies: list[str] | None = None,
+    runs: int = 1,
+    provider_factory: Callable[[LLMSettings], Provider] | None = None,
+    on_turn: Callable[[TurnRecord], None] | None = None,
+) -> list[TurnRecord]:
+    """Play the suite `runs` times per strategy, each strategy on its own throwaway database."""
+    from tutor.llm.factory import make_provider
+    from tutor.storage.store import Store
+    from tutor.turns.engine import (
+        Engine,  # the engine pulls in the database layer; evals only need it here
+    )
+
+    library.get(suite.module_id)  # a module that fails its check stops the run before any call
+    factory = provider_factory or make_provider
+    records: list[TurnRecord] = []
+    for strategy in strategies or [settings.strategy]:
+        s_settings = replace(settings, strategy=strategy)
+        provider = factory(s_settings)
+        with tempfile.TemporaryDirectory(prefix="tutor-eval-") as tmp:
+            store = Store(f"sqlite:///{Path(tmp) / 'eval.db'}")
+            store.create_all()
+            engine = Engine(store, provider, library, s_settings)
+            try:
+                for run in range(1, runs + 1):
+                    for conv in suite.conversations:
+                        for record in await _play(engine, suite, conv, strategy, run):
+                            records.append(record)
+                            if on_turn:
+                                on_turn(record)
+            finally:
+                await provider.aclose()
+                store.dispose()
+    return records
+
+
+async def _play(engine: Any, suite: Suite, conv: SuiteConversation, strategy: str, run: int) -> list[TurnRecord]:
+    from tutor.turns.engine import InputError
+
+    out: list[TurnRecord] = []
+    learner = f"eval:{strategy}:{run}:{conv.name}"
+    view = await engine.open(learner, suite.module_id, new=True, defer_opening=True)
+    started = time.perf_counter()
+    opening = await engine.respond_pending(view.id)
+    out.append(_record(strategy, conv, run, 0, "opening", opening, started, ()))
+    for index, turn in enumerate(conv.turns, start=1):
+        tags = tuple(dict.fromkeys((*conv.tags, *turn.tags)))
+        kind = turn.kind
+        started = time.perf_counter()
+        try:
+            try:
+                result = await engine.send(view.id, _learner_input(turn))
+            except InputError:
+                if not (turn.form_id and turn.else_text):
+                    raise
+                kind = "form_as_text"  # the tutor did not offer this form here: answer in words
+                started = time.perf_counter()
+                result = await engine.send(view.id, LearnerInput(text=turn.else_text))
+        except InputError as exc:
+            out.append(TurnRecord(strategy, conv.name, run, index, "refused", None, [], [], 0.0, tags,
+                                  error=exc.message))
+            continue
+        out.append(_record(strategy, conv, run, index, kind, result, started, tags))
+    return out
+
+
+def _learner_input(turn: SuiteTurn) -> LearnerInput:
+    if turn.form_id:
+        return LearnerInput(form_id=turn.form_id, answers=dict(turn.answers or {}))
+    return LearnerInput(text=turn.text)
+
+
+def _record(strategy: str, conv: SuiteConversation, run: int, index: int, kind: str, result: Any,
+            started: float, tags: tuple[str, ...]) -> TurnRecord:
+    latency = (time.perf_counter() - started) * 1000
+    reply = result.reply
+    return TurnRecord(strategy, conv.name, run, index, kind, reply.outcome, list(reply.flags),
+                      list(result.attempts), round(latency, 1), tags or conv.tags)
+
+
+def report_json(suite: Suite, settings: LLMSettings, rows: list[StrategyRow], records: list[TurnRecord],
+                runs: int) -> dict[str, Any]:
+    return {
+        "suite": suite.name,
+        "module": suite.module_id,
+        "backend": {"provider": settings.provider, "model": settings.model, "base_url": settings.base_url},
+        "runs": runs,
+        "rows": [r.to_json_dict() for r in rows],
+        "turns": [r.to_json_dict() for r in records],
+    }
+
+
+__all__ = [
+    "StrategyRow",
+    "Suite",
+    "SuiteConversation",
+    "SuiteError",
+    "SuiteTurn",
+    "TurnRecord",
+    "format_table",
+    "percentile",
+    "report_json",
+    "run_suite",
+    "strategies_from_args",
+    "summarize",
+]
