@@ -47,5 +47,30 @@ def test_no_import_circles_between_parts_of_the_core():
         if node not in state:
             visit(node)
     # the ones the engine split is about
-    assert "tutor.prompts" not in edges.get("tutor.modules", set())
-    assert "tutor.progress" not in edges.get("tutor.modules", set())
+    assert "tutor.turns.prompts" not in edges.get("tutor.content.modules", set())
+    assert "tutor.progress" not in edges.get("tutor.content.modules", set())
+
+
+# What each layer may not import (its __init__ says what it owns): the direction is
+# web -> turns -> teach / risk / console / access -> understand -> content, render, llm,
+# contract -> storage.
+NEVER = {
+    "tutor.turns": {"tutor.web"},
+    "tutor.teach": {"tutor.web", "tutor.turns", "tutor.console"},
+    "tutor.risk": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.console"},
+    "tutor.console": {"tutor.web", "tutor.turns"},
+    "tutor.access": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.console", "tutor.risk"},
+    "tutor.understand": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.risk", "tutor.console", "tutor.content"},
+    "tutor.content": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.console", "tutor.access"},
+    "tutor.render": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.console"},
+    "tutor.llm": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.console", "tutor.risk"},
+    "tutor.contract": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.console", "tutor.risk", "tutor.llm"},
+    "tutor.storage": {"tutor.web", "tutor.turns", "tutor.teach", "tutor.console", "tutor.risk", "tutor.llm",
+                      "tutor.content", "tutor.render", "tutor.access", "tutor.understand"},
+}
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    edges = _runtime_edges()
+    wrong = {layer: sorted(edges.get(layer, set()) & forbidden) for layer, forbidden in NEVER.items()}
+    assert {k: v for k, v in wrong.items() if v} == {}
