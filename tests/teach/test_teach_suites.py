@@ -45,10 +45,10 @@ def test_the_suites_are_as_big_as_the_issue_asks(sample, questions, answers):
 # The held-out sets were written before any tuning and never tuned on; these floors keep
 # what was measured from slipping (SLACK questions of noise), they are not the goals.
 RETRIEVAL = {
-    "questions.yaml": (70, 81, 92, 0, 0),
-    "dev/questions_understanding_anxiety.yaml": (56, 74, 91, 26, 29),
-    "dev/questions_giac_ngu_lanh_manh.yaml": (37, 44, 51, 11, 19),
-    "holdout/questions_understanding_anxiety.yaml": (66, 91, 110, 25, 30),
+    "questions.yaml": (72, 82, 92, 0, 0),
+    "dev/questions_understanding_anxiety.yaml": (58, 75, 91, 26, 29),
+    "dev/questions_giac_ngu_lanh_manh.yaml": (37, 43, 51, 11, 19),
+    "holdout/questions_understanding_anxiety.yaml": (67, 93, 110, 25, 30),
     "holdout/questions_giac_ngu_lanh_manh.yaml": (43, 47, 58, 18, 23),
 }
 SLACK = 2

@@ -109,6 +109,11 @@ class Section(_Strict):
 class Phase(_Strict):
     id: Id
     title: Text
+    practice: bool = Field(
+        default=False,
+        description="its topics are things to do (skills, exercises, habits): a 'what can I do' question "
+        "prefers their passages",
+    )
     sections: list[Section] = Field(default_factory=list)
 
 

@@ -55,6 +55,15 @@ W_LEXICAL = 0.35
 W_PASSAGE = 0.40
 W_CARD = 0.20
 W_TOPIC = 1.0
+W_PRACTICE = 0.3  # added to a practice topic's passages for a "what can I do" question
+_WHAT_TO_DO = re.compile(
+    r"\b(?:what (?:can|could|should|do) (?:i|we|you) do|what to do|any (?:tips|advice|ideas)|tips (?:for|on|to)"
+    r"|ways? to|is there (?:something|anything|a way)|how (?:can|do|should|could) (?:i|we|you) "
+    r"(?:stop|calm|cope|deal|handle|manage|get over|get better|relax|fall asleep|sleep|beat|overcome|fix|ease"
+    r"|reduce|quiet|slow|break|feel|get back|face)|how to (?:stop|calm|cope|deal|handle|manage|relax|fall asleep"
+    r"|get over|reduce|ease|sleep|face)|help me (?:calm|stop|relax|sleep|cope)"
+    r"|lam (?:gi|sao|the nao) (?:de|cho|khi|bay gio|thi)|nen lam gi|co cach nao|cach (?:nao|gi)? ?(?:de|giup)"
+    r"|lam gi (?:khi|luc)|phai lam (?:gi|sao)|giup (?:minh|toi|em) (?:bot|het|ngu|binh tinh))")
 ELSEWHERE = "(elsewhere)"  # the topic reader's class for messages about none of the module's topics
 ELSEWHERE_ABOVE = 0.85
 TOPIC_TRAINING = {"l2": 1e-4, "steps": 300, "scale": 2.0}
@@ -100,6 +109,8 @@ class ModuleVectors:
         self.cards = VectorCache(model_id(), f"cards-{module.id}").vectors(cards, model.embed_many) \
             if cards else np.zeros((0, 1), np.float32)
         self.topics = _topic_reader(module, index)
+        doing = {t.id for p in module.phases if p.practice for sec in p.sections for t in sec.topics}
+        self.practice = np.array([float(t in doing) for t in index.topics])  # per topic: a thing to do
         checks = [check for topic in module.topics for check in topic.checks]
         rows = VectorCache(model_id(), f"checks-{module.id}").vectors(
             [check_text(c) for c in checks], model.embed_many) if checks else []
@@ -172,6 +183,12 @@ def _topic_reader(module: Module, index: Index) -> SoftmaxClassifier | None:
     return classifier
 
 
+def asks_what_to_do(question: str) -> bool:
+    """"What can I do when ...", "how do I calm down", "làm sao để bớt lo": a question that
+    wants something to do, which a practice topic (a skill, an exercise, a habit) answers."""
+    return bool(_WHAT_TO_DO.search(fold_accents(question).casefold()))
+
+
 def _scaled(scores: np.ndarray) -> np.ndarray:
     top, mid = float(scores.max()), float(np.median(scores))
     return (scores - mid) / (top - mid) if top > mid else np.zeros_like(scores)
@@ -194,6 +211,8 @@ def find(module: Module, question: str, vector: np.ndarray, k: int = 3) -> Found
     words = lexical[1] if lexical is not None else np.zeros(len(index.passages))
     score = (W_LEXICAL * words + W_PASSAGE * _scaled(passage_cos)
              + W_CARD * _scaled(card_cos)[index.topic_at])
+    if vectors.practice.any() and asks_what_to_do(question):
+        score = score + W_PRACTICE * vectors.practice[index.topic_at]
     if vectors.topics is not None:
         proba = dict(zip(vectors.topics.classes, vectors.topics.proba(vector[None, :], ngram_rows([question]))[0]))
         share = max(v for c, v in proba.items() if c != ELSEWHERE)
