@@ -368,7 +368,7 @@ def test_the_page_code_never_shows_an_operator_message():
     and the chat state only mentions it in a comment."""
     for path in (ROOT / "components").glob("*.py"):
         assert "operator_message" not in path.read_text(), path
-    code = [line for line in (ROOT / "tutor" / "state.py").read_text().splitlines()
+    code = [line for line in (ROOT / "tutor" / "web" / "state.py").read_text().splitlines()
             if "operator_message" in line]
     assert all(line.strip().startswith("#") for line in code), code
 
