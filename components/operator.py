@@ -73,7 +73,7 @@ def _review(item: rx.Var[ReviewRow]) -> rx.Component:
         rx.el.article(
             rx.el.h3(item.kind_label + " · " + item.label, id="title-" + item.key),
             rx.el.p(
-                item.created_at, " · module ", rx.el.strong(item.module_id), " · learner ", rx.el.strong(item.learner),
+                item.created_at, " · module ", rx.el.strong(item.module_title), " · learner ", rx.el.strong(item.learner),
                 rx.cond(item.detail != "", " · " + item.detail, ""),
                 class_name="op-muted",
             ),
@@ -142,7 +142,7 @@ def _option(o: rx.Var[OptionRow]) -> rx.Component:
 
 def _field(f: rx.Var[FieldRow]) -> rx.Component:
     return rx.el.div(
-        rx.el.h4(f.title + " (" + f.answers + " answers)"),
+        rx.el.h4(f.title + " (" + f.answers + ")"),
         _table("Answers to " + f.title, ["Answer", "Count"], rx.foreach(f.options, _option)),
         class_name="op-field",
     )
@@ -165,11 +165,7 @@ def _modules() -> rx.Component:
             ),
             class_name="op-toolbar",
         ),
-        rx.el.p(
-            rx.el.strong(m.learners), " learners · ", rx.el.strong(m.stopped),
-            " stopped (no message for a day, module not complete), ", m.stopped_before_any, " of them before any topic",
-            id="module-summary",
-        ),
+        rx.el.p(rx.el.strong(m.learners), " · ", m.stopped, id="module-summary"),
         rx.el.h3("Topics"),
         _table("Learners per topic", ["Topic", "Seen", "Mastered", "Stopped here"], rx.foreach(m.topics, _topic)),
         rx.el.h3("Form answers"),
@@ -193,7 +189,7 @@ def _count(c: rx.Var[CountRow]) -> rx.Component:
 def _window(w: rx.Var[WindowRow]) -> rx.Component:
     return rx.el.div(
         rx.el.h3("Model calls, " + w.label),
-        rx.el.p(w.calls + " calls · latency p50 " + w.p50 + " · p95 " + w.p95),
+        rx.el.p(w.calls + " · latency p50 " + w.p50 + " · p95 " + w.p95),
         rx.cond(w.counts.length() > 0,
                 _table("Model calls by outcome, " + w.label, ["Outcome", "Error", "Calls"],
                        rx.foreach(w.counts, _count))),
@@ -238,8 +234,11 @@ def _health() -> rx.Component:
 def _data() -> rx.Component:
     return rx.el.section(
         rx.el.h2("Learners' data", id="data-heading"),
-        rx.el.p(rx.el.a("Download progress (CSV)", href="/operator/progress.csv", id="progress-csv",
-                        class_name="btn btn-quiet")),
+        # rx.el.a is React Router's Link: it would look for a page called progress.csv ("404:
+        # Page not found"). reload_document leaves the click to the browser, which downloads
+        # the route's attachment (the route checks the operator itself).
+        rx.el.p(rx.el.a("Download progress (CSV)", href="/operator/progress.csv", id="progress-csv", download=True,
+                        reload_document=True, class_name="btn btn-quiet")),
         rx.el.h3("Delete a learner's data"),
         rx.el.form(
             rx.el.label("Username or learner key", html_for="delete-who", class_name="op-label"),
@@ -270,6 +269,18 @@ def _data() -> rx.Component:
 # ----------------------------------------------------------------------------- page
 
 
+def _not_operator() -> rx.Component:
+    """The refusal, with a way on: home, and sign-in for a signed-out visitor with accounts."""
+    return rx.el.div(
+        rx.el.p("This page is for operators.", id="not-operator"),
+        rx.el.p(
+            rx.el.a("Back to Tutor", href="/", id="not-operator-home"),
+            rx.cond((S.auth_mode == "accounts") & (S.signed_in_as == ""), rx.fragment(
+                " · ", rx.el.a("Sign in", href="/signin?next=%2Foperator", id="not-operator-signin"))),
+        ),
+    )
+
+
 def operator_page() -> rx.Component:
     return rx.el.main(
         rx.el.header(
@@ -285,7 +296,7 @@ def operator_page() -> rx.Component:
                 rx.cond(S.load_error != "", rx.el.p(S.load_error, role="alert", class_name="input-error")),
                 _reviews(), _modules(), _health(), _data(),
             )),
-            ("denied", rx.el.p("This page is for operators.", id="not-operator")),
+            ("denied", _not_operator()),
             ("unavailable", rx.el.p(S.load_error, role="alert")),
             rx.el.p("Checking who you are…", class_name="op-muted"),
         ),

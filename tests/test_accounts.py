@@ -48,6 +48,8 @@ def test_sign_up_then_sign_in_with_the_name_in_any_case(db):
     assert made.username == "ana.lee" and made.role == "learner"
     assert made.password_hash.startswith("$argon2id$") and "correct horse" not in made.password_hash
     assert accounts.authenticate(db, "ANA.LEE", "correct horse").id == made.id
+    assert accounts.find_account(db, "ana.lee").last_sign_in_at is None  # not signed in until a session starts
+    sessions.create_session(db, made.id, days=1)
     assert accounts.find_account(db, "ana.lee").last_sign_in_at is not None
     for name, password in [("ana.lee", "wrong horse"), ("nobody", "correct horse"), ("", "x"), ("a b", "correct horse")]:
         with pytest.raises(AccountError) as refused:

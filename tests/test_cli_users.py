@@ -73,3 +73,41 @@ def test_without_stdin_it_asks_twice_without_echo(db_url):
                           capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=60, start_new_session=True)
     assert same.returncode == 0 and "created learner kim" in same.stdout
     assert "one password" not in same.stdout
+
+
+def test_list_shows_the_last_sign_in_of_learners_who_signed_up_and_signed_in(db_url, monkeypatch, capsys):
+    """Sign-up signs the learner in: `users list` must not say "never" for them; a later sign-in
+    moves the time on."""
+    import warnings
+
+    from tutor.access.signin_limit import FailureLimit, SignupLimit
+    from tutor.web import auth_routes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    monkeypatch.setenv("TUTOR_AUTH", "accounts")
+    monkeypatch.setattr(auth_routes, "LIMIT", FailureLimit())
+    monkeypatch.setattr(auth_routes, "SIGNUPS", SignupLimit())
+    store = Store(db_url)
+    try:
+        store.migrate()
+        site = "http://testserver"
+        client = TestClient(auth_routes.auth_api(store), base_url=site, follow_redirects=False)
+        made = client.post("/auth/signup", data={"username": "newbie", "password": "a fine password"},
+                           headers={"Origin": site})
+        assert made.status_code == 303 and "set-cookie" in made.headers
+        after_signup = accounts.find_account(store, "newbie").last_sign_in_at
+        assert after_signup is not None
+        assert run(monkeypatch, ["list"]) == 0
+        [line] = capsys.readouterr().out.splitlines()
+        assert line.startswith("newbie\tlearner\tactive\tpassword\tlast sign-in 20") and "never" not in line
+
+        client.cookies.clear()
+        again = client.post("/auth/signin", data={"username": "newbie", "password": "a fine password"},
+                            headers={"Origin": site})
+        assert again.status_code == 303 and "set-cookie" in again.headers
+        assert accounts.find_account(store, "newbie").last_sign_in_at > after_signup
+    finally:
+        store.dispose()

@@ -4,14 +4,28 @@ rows from real turns (tests/test_console.py's World)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 
 import pytest
 
 from tests.test_console import LIBRARY, MODULE, SECRET, World
-from tutor.console.console_display import REVIEW_PAGE, load_console
+from tutor.access import accounts
+from tutor.console.console_display import (
+    REVIEW_PAGE,
+    console_time,
+    load_console,
+    module_view,
+    review_row,
+)
+from tutor.console.reviews import ReviewItem
+from tutor.i18n import translator
+from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
+from tutor.llm.factory import make_provider
 from tutor.storage.store import Message, Store
+from tutor.turns.engine import Engine
 
 
 @pytest.fixture
@@ -31,7 +45,11 @@ def test_one_refresh_holds_a_page_of_reviews_health_and_the_module(world, store)
     assert not data.has_more
     assert [w.label for w in data.windows] == ["last hour", "last day"] and data.windows[0].p50.endswith("ms")
     assert data.errors[0].status == "401" and "TUTOR_LLM_API_KEY" in data.errors[0].hint
-    assert data.module.module_id == MODULE and data.module.learners == "3"
+    assert data.module.module_id == MODULE and data.module.learners == "3 learners"
+    assert risk.module_title == LIBRARY.modules[MODULE].title != MODULE  # the title, not the id
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", risk.created_at), risk.created_at
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", data.errors[0].created_at)
+    assert re.fullmatch(r"[\d,]+ calls?", data.windows[1].calls) and data.windows[1].calls != "1 calls"
     assert any(t.mastered == "1" for t in data.module.topics)
     assert any(f.key == "anxiety_levels_check-primary_level" for f in data.module.fields)
     assert data.module.checks[0].mean == "10"
@@ -50,3 +68,27 @@ def test_the_review_list_is_paged_and_an_unknown_module_shows_nothing(world, sto
     assert len(second.reviews) == 7 and not second.has_more  # 25 turns, a flag and cat's turn
     assert not {r.key for r in first.reviews} & {r.key for r in second.reviews}
     assert first.module.module_id == "" and first.module.topics == []
+
+
+def test_counts_use_the_catalogues_plural_forms(store):
+    """One learner is "1 learner", not "1 learners"; the same sentence in Vietnamese has its one form."""
+    engine = Engine(store, make_provider(LLMSettings()), LIBRARY, LLMSettings())
+    key = accounts.identity_of(store, accounts.create_account(store, "solo", "pass-phrase one")).learner_key
+
+    async def lesson():
+        view = await engine.open(key, MODULE)
+        await engine.send(view.id, LearnerInput(text="Continue"))
+
+    asyncio.run(lesson())
+    view = module_view(store, LIBRARY, MODULE)
+    assert view.learners == "1 learner"
+    assert view.stopped == "0 stopped (no message for a day, module not complete), 0 of them before any topic"
+    assert module_view(store, LIBRARY, MODULE, translator("vi")).learners == "1 người học"
+    item = ReviewItem(kind="turn", id=7, created_at="2026-11-25T14:03:09Z", module_id="gone_module",
+                      conversation_id=1, learner_key="k", label="truncated", raw="x", raw_omitted=1,
+                      reviewed_at="2026-11-26T09:00:00Z", reviewed_by="olga")
+    row = review_row(item, {MODULE: "A title"})
+    assert row.raw_more == "… 1 more character not shown"
+    assert row.module_title == "gone_module"  # a module no longer served: its id
+    assert row.reviewed_line == "Reviewed by olga at 2026-11-26 09:00 UTC"
+    assert console_time("2026-11-25T14:03:09Z") == "2026-11-25 14:03 UTC" and console_time(None) == ""

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import uuid
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 from sqlmodel import select
@@ -88,6 +89,8 @@ def test_the_console_is_refused_to_learners_and_signed_out_visitors(accounts_app
     make_account(accounts_app, name)
     sign_in(page, accounts_app, name)
     expect(page.locator("#not-operator")).to_have_text("This page is for operators.")
+    expect(page.get_by_role("link", name="Back to Tutor")).to_have_attribute("href", "/")
+    expect(page.locator("#not-operator-signin")).to_have_count(0)  # signed in already
     expect(page.locator("#review-list")).to_have_count(0)
     assert "AuthError" not in page.content() and "TUTOR_LLM_API_KEY" not in page.content()
     # The export checks the session itself, whatever the page shows.
@@ -139,12 +142,13 @@ def test_an_operator_deletes_a_learner_only_after_typing_their_name(accounts_app
     name = "olga-" + uuid.uuid4().hex[:6]
     make_account(accounts_app, name, operator=True)
     sign_in(page, accounts_app, name)
-    expect(page.locator("#module-summary")).to_contain_text("learners")
+    expect(page.locator("#module-summary")).to_contain_text(re.compile(r"^\d+ learners? · \d+ stopped"))
+    expect(page.locator("#module-summary")).not_to_contain_text("1 learners")
     assert axe_in_both_themes(page) == {}
 
     page.get_by_label("Username or learner key").fill(learner)
     page.get_by_role("button", name="Find learner").click()
-    expect(page.locator("#delete-summary")).to_contain_text(f"(account {learner})")
+    expect(page.locator("#delete-summary")).to_contain_text(f"(account {learner}): 0 conversations.")
     page.get_by_label(f"Type “{learner}” to confirm").fill("someone-else")
     page.get_by_role("button", name="Delete learner and data").click()
     expect(page.locator("#delete-error")).to_contain_text("Nothing was deleted")
@@ -157,3 +161,22 @@ def test_an_operator_deletes_a_learner_only_after_typing_their_name(accounts_app
         assert find_account(store, learner) is None and find_account(store, name) is not None
     finally:
         store.dispose()
+
+
+def test_the_csv_button_downloads_the_progress_file(accounts_app: RunningApp, page: Page) -> None:
+    """The button is a plain download: the page's router does not take it (no "404: Page not
+    found"), and the file comes under the app's real Content-Security-Policy."""
+    name = "olga-" + uuid.uuid4().hex[:6]
+    make_account(accounts_app, name, operator=True)
+    sign_in(page, accounts_app, name)
+    button = page.get_by_role("link", name="Download progress (CSV)")
+    expect(button).to_be_visible()
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    download = info.value
+    assert download.suggested_filename.startswith("tutor-progress-") and download.suggested_filename.endswith(".csv")
+    first = Path(download.path()).read_text(encoding="utf-8-sig").splitlines()[0]
+    assert first == "learner,username,module,topics seen,topics mastered,percent,last activity"
+    expect(page).to_have_url(re.compile(r"/operator/?$"))  # still on the console
+    assert "404" not in page.locator("body").inner_text()
+    expect(page.locator("#progress-csv")).to_be_visible()

@@ -29,7 +29,7 @@ from tutor.access import sessions
 from tutor.access.passwords import PASSWORD_MAX, PASSWORD_MIN, password_problem
 from tutor.access.usage import in_words
 from tutor.i18n import N_, Phrase
-from tutor.storage.store import Account, Learner, Store, utcnow
+from tutor.storage.store import Account, Learner, Store
 
 MODES = ("accounts", "header", "anonymous")
 USERNAME_RE = re.compile(r"[a-z0-9._-]{3,32}")
@@ -290,11 +290,11 @@ def authenticate(store: Store, username: str, password: str) -> Account:
         raise AccountError("credentials")
     if account.disabled:
         raise AccountError("disabled")
+    if not _hasher.check_needs_rehash(account.password_hash):
+        return account  # the session made next records the sign-in (tutor.access.sessions)
     with store.session() as s:
         row = s.get(Account, account.id)
-        if _hasher.check_needs_rehash(row.password_hash):
-            row.password_hash = _hasher.hash(password)
-        row.last_sign_in_at = utcnow()
+        row.password_hash = _hasher.hash(password)
         s.add(row)
         s.commit()
         return row

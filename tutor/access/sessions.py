@@ -33,12 +33,17 @@ def _aware(moment: datetime) -> datetime:
 
 def create_session(store: Store, account_id: int, *, days: float, now: datetime | None = None) -> str:
     """A new session for the account; returns the token (the cookie's value). Only its hash
-    is stored, so a copy of the database signs nobody in."""
+    is stored, so a copy of the database signs nobody in. A session starting is a sign-in
+    (the sign-in form's, or sign-up's automatic one): the account's last sign-in is now."""
     now = now or utcnow()
     token = secrets.token_urlsafe(32)
     with store.session() as s:
         s.add(AuthSession(token_hash=token_hash(token), account_id=account_id, created_at=now,
                           expires_at=now + timedelta(days=days), last_seen_at=now))
+        account = s.get(Account, account_id)
+        if account is not None:
+            account.last_sign_in_at = now
+            s.add(account)
         s.commit()
     return token
 

@@ -1,7 +1,13 @@
 """What the operator console shows, as plain data: the console's reads (tutor.console.reviews,
 tutor.console.console, tutor.console.console_modules) turned into strings and flat rows a page can render
 without formatting logic of its own. One call loads a whole view (`load_console`), so the
-page makes one trip to the database threads per refresh."""
+page makes one trip to the database threads per refresh.
+
+The console is in English; its counts go through the catalogue's plural forms
+(`Translator.plural`: "1 learner", "2 learners"). Times are shown in UTC, labelled so
+("2026-11-25 14:03 UTC"): the page has no script of its own to read the viewer's zone (the
+Content-Security-Policy), and one zone for every operator reads the same in a shared
+note or a screenshot."""
 
 from __future__ import annotations
 
@@ -12,9 +18,10 @@ from tutor.console.console import backend_health
 from tutor.console.console_modules import module_stats
 from tutor.console.reviews import Attempt, ReviewItem, review_list
 from tutor.content.modules import Library
+from tutor.i18n import Translator, translator
 from tutor.storage.store import Store
 
-__all__ = ["ConsoleData", "REVIEW_PAGE", "load_console"]
+__all__ = ["REVIEW_PAGE", "ConsoleData", "console_time", "load_console"]
 
 REVIEW_PAGE = 20  # review items per page
 
@@ -48,8 +55,9 @@ class ReviewRow:
     key: str  # "risk-12" | "turn-40": what "Mark reviewed" names
     kind: str
     kind_label: str
-    created_at: str
+    created_at: str  # console_time: UTC, labelled
     module_id: str
+    module_title: str  # the module's title; its id when the library no longer has it
     learner: str
     label: str
     detail: str  # confidence and source of a safety flag
@@ -71,7 +79,7 @@ class CountRow:
 @dataclasses.dataclass
 class WindowRow:
     label: str
-    calls: str
+    calls: str  # "1 call", "12 calls"
     p50: str
     p95: str
     counts: list[CountRow] = dataclasses.field(default_factory=list)
@@ -107,7 +115,7 @@ class OptionRow:
 class FieldRow:
     key: str
     title: str
-    answers: str
+    answers: str  # "1 answer", "3 answers"
     options: list[OptionRow] = dataclasses.field(default_factory=list)
 
 
@@ -125,9 +133,8 @@ class CheckRow:
 class ModuleView:
     module_id: str = ""
     title: str = ""
-    learners: str = "0"
-    stopped: str = "0"
-    stopped_before_any: str = "0"
+    learners: str = "0 learners"
+    stopped: str = ""  # the stopped learners, as a sentence in the catalogue's plural forms
     topics: list[TopicRow] = dataclasses.field(default_factory=list)
     fields: list[FieldRow] = dataclasses.field(default_factory=list)
     checks: list[CheckRow] = dataclasses.field(default_factory=list)
@@ -153,24 +160,26 @@ class ConsoleData:
 
 def load_console(
     store: Store, library: Library, *, include_reviewed: bool, page: int, module_id: str,
-    pricer: Callable[[int, int], float | None] | None = None,
+    pricer: Callable[[int, int], float | None] | None = None, t: Translator | None = None,
 ) -> ConsoleData:
     """Everything one refresh of the console shows: a page of the review list (and whether
     there is a next), backend health, and one module's numbers."""
+    t = t or translator(None)
+    titles = {m.id: m.title for m in library.modules.values()}
     items = review_list(store, include_reviewed=include_reviewed, limit=REVIEW_PAGE + 1,
                         offset=max(0, page) * REVIEW_PAGE, details=True, pricer=pricer)
     health = backend_health(store)
     module = library.modules.get(module_id)
     return ConsoleData(
-        reviews=[review_row(i) for i in items[:REVIEW_PAGE]],
+        reviews=[review_row(i, titles, t) for i in items[:REVIEW_PAGE]],
         has_more=len(items) > REVIEW_PAGE,
-        windows=[WindowRow(w.label, f"{w.calls:,}", _ms(w.latency_p50_ms), _ms(w.latency_p95_ms),
+        windows=[WindowRow(w.label, t.plural("{n:,} call", "{n:,} calls", w.calls), _ms(w.latency_p50_ms), _ms(w.latency_p95_ms),
                            [CountRow(c.outcome, c.error_class or "—", f"{c.count:,}") for c in w.counts])
                  for w in health.windows],
-        errors=[ErrorRow(e.created_at, e.provider, e.model, e.kind, e.error_class,
+        errors=[ErrorRow(console_time(e.created_at), e.provider, e.model, e.kind, e.error_class,
                          str(e.http_status) if e.http_status else "", e.error, e.hint)
                 for e in health.recent_errors],
-        module=module_view(store, library, module_id) if module is not None else ModuleView(),
+        module=module_view(store, library, module_id, t) if module is not None else ModuleView(),
         screens=[ScreenRow(f"{h.provider} · {h.model}", f"{h.screens:,}", f"{h.failed:,}", f"{h.failure_rate:.0%}")
                  for h in health.screens],
     )
@@ -181,11 +190,21 @@ LAYER_WORDS = {"offline": "phrase layer", "semantic": "semantic layer", "offline
                "model": "model screen"}
 
 
-def review_row(item: ReviewItem) -> ReviewRow:
+def console_time(iso: str | None) -> str:
+    """A stored time (ISO 8601 in UTC, tutor.storage.store.iso_utc) as the console shows it:
+    "2026-11-25 14:03 UTC". Anything else is shown as it is."""
+    text = iso or ""
+    if len(text) == 20 and text[10] == "T" and text.endswith("Z"):
+        return f"{text[:10]} {text[11:16]} UTC"
+    return text
+
+
+def review_row(item: ReviewItem, titles: dict[str, str] | None = None, t: Translator | None = None) -> ReviewRow:
+    t = t or translator(None)
     reviewed = item.reviewed_at is not None
     line = ""
     if reviewed:
-        line = f"Reviewed by {item.reviewed_by or 'someone'} at {item.reviewed_at}" + \
+        line = f"Reviewed by {item.reviewed_by or 'someone'} at {console_time(item.reviewed_at)}" + \
             (f" — {item.note}" if item.note else "")
     detail = ""
     if item.kind == "risk":
@@ -195,14 +214,16 @@ def review_row(item: ReviewItem) -> ReviewRow:
     return ReviewRow(
         key=f"{item.kind}-{item.id}", kind=item.kind,
         kind_label="Safety flag" if item.kind == "risk" else "Tutor turn",
-        created_at=item.created_at, module_id=item.module_id, learner=item.learner, label=item.label,
+        created_at=console_time(item.created_at), module_id=item.module_id,
+        module_title=(titles or {}).get(item.module_id, item.module_id), learner=item.learner, label=item.label,
         detail=detail, reviewed=reviewed, reviewed_line=line,
         evidence=[EvidenceRow(
             where=f"{'field ' + str(e['field']) if e.get('field') else 'message'} [{e['start']}:{e['end']}]",
             snippet=e["snippet"], check="" if e["verified"] else "hash mismatch: the message changed since")
             for e in item.evidence],
         raw=item.raw,
-        raw_more=f"… {item.raw_omitted:,} more characters not shown" if item.raw_omitted else "",
+        raw_more=t.plural("… {n:,} more character not shown", "… {n:,} more characters not shown",
+                          item.raw_omitted) if item.raw_omitted else "",
         attempts=[attempt_row(a) for a in item.attempts],
     )
 
@@ -216,17 +237,22 @@ def attempt_row(a: Attempt) -> AttemptRow:
     )
 
 
-def module_view(store: Store, library: Library, module_id: str) -> ModuleView:
+def module_view(store: Store, library: Library, module_id: str, t: Translator | None = None) -> ModuleView:
+    t = t or translator(None)
     module = library.get(module_id)
     stats = module_stats(store, module)
     titles = {t.id: t.title for t in module.topics}
     return ModuleView(
-        module_id=stats.module_id, title=stats.title, learners=f"{stats.learners:,}", stopped=f"{stats.stopped:,}",
-        stopped_before_any=f"{stats.stopped_before_any:,}",
+        module_id=stats.module_id, title=stats.title,
+        learners=t.plural("{n:,} learner", "{n:,} learners", stats.learners),
+        stopped=t.plural("{n:,} stopped (no message for a day, module not complete), {before:,} of them before any topic",
+                         "{n:,} stopped (no message for a day, module not complete), {before:,} of them before any topic",
+                         stats.stopped, before=stats.stopped_before_any),
         topics=[TopicRow(t.title, f"{t.seen:,}", f"{t.mastered:,}" if t.has_checks else "no checks",
                          f"{t.stopped_here:,}") for t in stats.topics],
         fields=[FieldRow(
-            key=f"{f.form_id}-{f.field_id}", title=f"{f.form_id} · {f.label}", answers=f"{f.answers:,}",
+            key=f"{f.form_id}-{f.field_id}", title=f"{f.form_id} · {f.label}",
+            answers=t.plural("{n:,} answer", "{n:,} answers", f.answers),
             options=[OptionRow(o.label, f"{o.count:,}") for o in f.options]
             + ([OptionRow("(other answers)", f"{f.other:,}")] if f.other else []))
             for f in stats.fields],

@@ -27,6 +27,7 @@ from tutor.console.console_display import (
 )
 from tutor.console.learner_data import delete_learner, find_learner
 from tutor.console.reviews import mark_reviewed, mark_turn_reviewed
+from tutor.i18n import translator
 from tutor.storage import dbfaults
 from tutor.turns.runtime import get_engine
 from tutor.web.auth_state import TutorState
@@ -208,7 +209,8 @@ class OperatorState(TutorState):
         self._delete_learner_id = ref.id
         self.delete_name = ref.username or ref.key
         account = f" (account {ref.username})" if ref.username else ""
-        self.delete_found = f"Learner {ref.key}{account}: {ref.conversations} conversation(s)."
+        self.delete_found = f"Learner {ref.key}{account}: " + translator(None).plural(
+            "{n:,} conversation.", "{n:,} conversations.", ref.conversations)
         return rx.set_focus("delete-confirm")
 
     @rx.event
@@ -239,5 +241,6 @@ class OperatorState(TutorState):
             self.notice = f"{name} was already deleted."
         else:
             log.info("learner %s deleted by %s (%s rows)", deleted.learner_key, self._operator, deleted.total)
-            self.notice = f"Deleted {name} and all their data ({deleted.total:,} rows)."
+            self.notice = f"Deleted {name} and all their data (" + translator(None).plural(
+                "{n:,} row", "{n:,} rows", deleted.total) + ")."
         return [rx.set_value("delete-who", ""), OperatorState.refresh]
