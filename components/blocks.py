@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import reflex as rx
 
+from tutor.render.callouts import CALLOUT_LABELS
 from tutor.render.display import BlockItem, QuoteItem
 from tutor.web.state import ui
 
-_CALLOUT_LABEL = {"info": "Info", "warning": "Warning", "success": "Well done", "tip": "Tip"}
 _CALLOUT_ICON = {"info": "info", "warning": "triangle-alert", "success": "circle-check", "tip": "lightbulb"}
 _HEADINGS = {1: rx.el.h1, 2: rx.el.h2, 3: rx.el.h3, 4: rx.el.h4, 5: rx.el.h5, 6: rx.el.h6}
 
@@ -27,8 +27,10 @@ def _heading(block: rx.Var[BlockItem]) -> rx.Component:
 
 
 def _callout(kind: str, block: rx.Var[BlockItem], words: rx.Var | None = None) -> rx.Component:
+    # The callout's own title (block.label) if it has one, else a neutral word for its kind.
     # `words` (the page's words in the module's language) comes as a prop of a memo; without it, English.
-    label = _CALLOUT_LABEL[kind] if words is None else ui(_CALLOUT_LABEL[kind], words)
+    neutral = CALLOUT_LABELS[kind] if words is None else ui(CALLOUT_LABELS[kind], words)
+    label = rx.cond(block.label != "", block.label, neutral)
     return rx.el.div(
         rx.el.p(
             rx.icon(_CALLOUT_ICON[kind], size=16, aria_hidden="true"),

@@ -28,8 +28,11 @@ def test_every_block_type_is_styled_as_the_seed_says(model_app: RunningApp, mode
         block("quote", "A change at any one level can ripple through the other two."),
         block("info", "Blue: for your information."),
         block("warning", "Yellow: take care."),
-        block("success", "Green: well done."),
+        block("success", "Green: good news."),
         block("tip", "Purple: a helpful tip."),
+        block("success", "**Worth knowing:** the brain keeps learning."),
+        block("quote", "## Thoughts are guesses\nA thought feeling true doesn't make it true.\n\n"
+                       "!!! tip Try noticing thoughts.\n\n- one\n- two"),
     ))
     open_module(page, model_app.url)
     msg = last_tutor(page)
@@ -38,11 +41,25 @@ def test_every_block_type_is_styled_as_the_seed_says(model_app: RunningApp, mode
     expect(msg.locator(".block-paragraph strong")).to_have_text("bold")
     expect(msg.locator(".block-list ul > li")).to_have_count(3)
     expect(msg.locator(".block-list ol > li")).to_have_count(2)
-    expect(msg.locator("blockquote.block-quote")).to_contain_text("ripple through")
-    for kind, label in [("info", "Info"), ("warning", "Warning"), ("success", "Well done"), ("tip", "Tip")]:
-        callout = msg.locator(f".block-{kind}")
+    expect(msg.locator("blockquote.block-quote").first).to_contain_text("ripple through")
+    for kind, label in [("info", "Info"), ("warning", "Warning"), ("success", "Good news"), ("tip", "Tip")]:
+        callout = msg.locator(f".block-{kind}").first
         expect(callout).to_have_attribute("role", "note")
         expect(callout.locator(".callout-label")).to_have_text(label)
+    # a callout's own title is its label; green alone never says "Well done"
+    titled = msg.locator(".block-success").nth(1)
+    expect(titled.locator(".callout-label")).to_have_text("Worth knowing")
+    expect(titled).to_have_attribute("aria-label", "Worth knowing")
+    expect(titled.locator(".md")).to_have_text("the brain keeps learning.")
+    expect(msg.locator(".callout-label", has_text="Well done")).to_have_count(0)
+    # a quote of the author's material shows its heading, callout and list as written, inside the quote
+    quoted = msg.locator("blockquote.block-quote").nth(1)
+    expect(quoted.locator("h2")).to_have_text("Thoughts are guesses")
+    expect(quoted.locator(".quote-tip[role=note] .callout-label")).to_have_text("Tip")
+    expect(quoted.locator(".quote-tip")).to_contain_text("Try noticing thoughts.")
+    expect(quoted.locator("li")).to_have_count(2)
+    expect(quoted).not_to_contain_text("!!!")
+    assert 250 <= _hue(page, "blockquote .quote-tip") <= 290  # the tip's colour inside the quote
     assert 195 <= _hue(page, ".block-info") <= 235  # blue
     assert 40 <= _hue(page, ".block-warning") <= 60  # yellow
     assert 110 <= _hue(page, ".block-success") <= 160  # green

@@ -139,7 +139,7 @@ def test_walks_to_100_percent_in_author_order_celebrating_each_milestone_once():
     for t in celebrated:
         blocks = t.response.content.text_blocks
         kinds = [b.type for b in blocks]
-        assert kinds.count("success") <= 1  # never two "Well done" callouts in a row
+        assert kinds.count("success") <= 1  # never two success callouts in a row
         assert not any("🎉" in h for h in _headings(t.response))  # a blank box without an emoji font
         assert any(b.content.startswith("You've") for b in blocks if b.type == "paragraph")
     assert all(t.milestone is None for t in session.turns if t not in celebrated)

@@ -27,9 +27,9 @@ from typing import Any, TextIO
 from tutor.content.modules import ModuleNotServable, load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import ConfigError, LLMSettings
+from tutor.render.callouts import CALLOUT_LABELS, callout_title
 
 BAR_WIDTH = 10
-_CALLOUT_LABELS = {"info": "Info", "warning": "Warning", "success": "Well done", "tip": "Tip"}
 
 
 class LineError(ValueError):
@@ -197,8 +197,9 @@ def _render_block(block: dict[str, Any]) -> str:
         return "#" * int(block.get("level") or 2) + " " + text
     if kind == "quote":
         return "\n".join("> " + line for line in text.splitlines())
-    if kind in _CALLOUT_LABELS:
-        return f"[{_CALLOUT_LABELS[kind]}] {text}"
+    if kind in CALLOUT_LABELS:
+        title, rest = callout_title(text)
+        return f"[{title or CALLOUT_LABELS[kind]}] {rest}"
     return text
 
 

@@ -1,4 +1,5 @@
-"""The reply contract: RESPONSE_SCHEMA models and the raw-text -> ParsedReply ladder."""
+"""The reply contract: RESPONSE_SCHEMA models, the raw-text -> ParsedReply ladder, and authored
+markdown read into text blocks (authored)."""
 
 from tutor.contract.models import (
     BLOCK_TYPES,

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from tutor.contract import Progress
 from tutor.i18n import N_, Translator, translator
-from tutor.llm.authored import markdown_blocks
+from tutor.contract.authored import markdown_blocks
 from tutor.llm.base import CheckData, Completion, CompletionRequest, TurnContext
 from tutor.llm.builtin_answers import block as _block
 from tutor.llm.builtin_answers import respond_to_learner as _respond_to_learner

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tutor.i18n import Translator
-from tutor.llm.authored import markdown_blocks
+from tutor.contract.authored import markdown_blocks
 from tutor.llm.base import PassageData, TurnContext
 from tutor.progress import words
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from tutor.contract import Form, TutorResponse, is_safe_media_src
 from tutor.contract.extract import clean
 from tutor.i18n import N_, Translator, translator
+from tutor.render.callouts import CALLOUT_LABELS, callout_title, quoted_html
 from tutor.render.fallback import FALLBACK_CHARS, FALLBACK_SLACK, split_fallback  # noqa: F401 (re-exported)
 from tutor.render.forms import answer_lines
 from tutor.render.markdown import render, render_inline
@@ -51,6 +52,7 @@ class BlockItem:
     type: str
     html: str
     level: int = 0
+    label: str = ""  # a callout's own title (plain text); without one the page shows its kind's word
 
 
 @dataclasses.dataclass
@@ -165,7 +167,7 @@ def message_item(view: MessageView, language: str | None = None) -> MessageItem:
             plain=_plain(view.raw or ""),
         )
     content, meta = response.content, response.meta
-    blocks = [block_item(b.type, b.content, b.level, budget) for b in content.text_blocks[:MAX_BLOCKS]]
+    blocks = [block_item(b.type, b.content, b.level, budget, t) for b in content.text_blocks[:MAX_BLOCKS]]
     if len(content.text_blocks) > MAX_BLOCKS:
         blocks.append(BlockItem("paragraph", f'<p class="render-capped">{t(MORE_BLOCKS)}</p>\n'))
     media = [media_item(m) for m in (view.response or {}).get("content", {}).get("media") or []]
@@ -189,7 +191,7 @@ def message_item(view: MessageView, language: str | None = None) -> MessageItem:
         blocks=blocks,
         forms=forms,
         media=media,
-        quotes=[QuoteItem(render(c.quote, budget), c.location or c.source_id, c.source_id)
+        quotes=[QuoteItem(quoted_html(c.quote, t, budget), c.location or c.source_id, c.source_id)
                 for c in (content.citations or [])[:MAX_QUOTES]],
         prompt=render_inline(next_step.prompt, budget) if next_step and next_step.prompt else "",
         suggestions=list(dict.fromkeys(s for s in (next_step.suggestions or []) if s.strip()))[:MAX_SUGGESTIONS]
@@ -203,11 +205,19 @@ def message_item(view: MessageView, language: str | None = None) -> MessageItem:
     )
 
 
-def block_item(kind: str, content: str, level: int | None = None, budget: dict | None = None) -> BlockItem:
+def block_item(kind: str, content: str, level: int | None = None, budget: dict | None = None,
+               t: Translator | None = None) -> BlockItem:
     """One text block as the page shows it: a heading's text inline, anything else as
-    markdown blocks; headings default to level 2. `budget`: the message's (tutor.render.markdown)."""
+    markdown blocks; headings default to level 2; a callout's title (tutor.render.callouts)
+    as its label; a quote with the author's callouts inside it (labelled in `t`'s language).
+    `budget`: the message's (tutor.render.markdown)."""
     if kind == "heading":
         return BlockItem("heading", render_inline(content, budget), min(max(level or 2, 1), 6))
+    if kind == "quote":
+        return BlockItem(kind, quoted_html(content, t, budget), 0)
+    if kind in CALLOUT_LABELS:
+        title, text = callout_title(content)
+        return BlockItem(kind, render(text, budget), 0, title)
     return BlockItem(kind, render(content, budget), 0)
 
 
