@@ -8,8 +8,9 @@ share, chat unrelated to learning, or a medical question. The module decides the
 - with a check open, a statement is the learner's answer; so is a message the classifier
   calls a share or chat whose meaning is close to the check (its question, key points and
   example answer) — "my heart pounds and I sweat" answers "what happens in your body?";
-- a question, a share or a statement far from everything the module teaches (its passages
-  and topic cards, tutor.teach.meaning) is off topic; chat always is;
+- a question, a share or a statement the topic reader places outside the module
+  (tutor.teach.meaning) is off topic, and so is chat, unless the topic reader is sure it is
+  about one of the module's topics ("What is GAD?");
 - medicines, doses and diagnoses get the module's "ask your doctor" reply.
 
 Rules stay only as a backstop for a message too short to read ("ok", "?", a quick reply the
