@@ -16,11 +16,7 @@ close ~0.85+); the threshold was set on the development sets (evals/teach/dev).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,21 +24,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tutor.content.material import MODULE_SOURCE_ID
-from tutor.teach.retrieval import Index, Passage, tokens
+from tutor.teach.retrieval import Index, Passage, PerModule, tokens
 from tutor.text import words
 from tutor.understand import (
-    HASH_DIM,
     SoftmaxClassifier,
     VectorCache,
-    cache_dir,
     embedder,
     fold_accents,
     model_id,
     ngram_rows,
-    train_softmax,
     windows,
 )
 from tutor.understand.intent_bank import bank
+from tutor.understand.trained import trained_once
 
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.material import Check
@@ -89,9 +83,6 @@ def _card(topic: Topic) -> str:
 class ModuleVectors:
     """A module's passages and topic cards as unit vectors, in the order of its Index."""
 
-    _cache: dict[int, tuple[weakref.ref, ModuleVectors]] = {}
-    _lock = threading.Lock()
-
     def __init__(self, module: Module, index: Index) -> None:
         model = embedder()
         texts: list[str] = []
@@ -118,17 +109,10 @@ class ModuleVectors:
 
     @classmethod
     def build(cls, module: Module) -> ModuleVectors:
-        key = id(module)
-        with cls._lock:
-            hit = cls._cache.get(key)
-            if hit is not None and hit[0]() is module:
-                return hit[1]
-        vectors = cls(module, Index.build(module))
-        with cls._lock:
-            cls._cache[key] = (weakref.ref(module, lambda _r, k=key: cls._cache.pop(k, None)), vectors)
-        return vectors
+        return _PER_MODULE.get(module, lambda m: cls(m, Index.build(m)))
 
 
+_PER_MODULE: PerModule[ModuleVectors] = PerModule()
 module_vectors = ModuleVectors.build
 
 
@@ -171,16 +155,7 @@ def _topic_reader(module: Module, index: Index) -> SoftmaxClassifier | None:
         label for f, t, label in zip(folded, texts, labels) if f != t]
     if len(set(labels)) < 2:
         return None
-    model = embedder()
-    version = hashlib.sha256(json.dumps([model.id, HASH_DIM, TOPIC_TRAINING, texts, labels], ensure_ascii=False)
-                             .encode("utf-8")).hexdigest()[:16]
-    path = cache_dir() / "models" / f"topics-{module.id}-{version}.npz"
-    classifier = SoftmaxClassifier.load(path)
-    if classifier is None:
-        vectors = VectorCache(model.id, f"topic-windows-{module.id}").vectors(texts, model.embed_many)
-        classifier = train_softmax(vectors, labels, words=ngram_rows(texts), **TOPIC_TRAINING)
-        classifier.save(path)
-    return classifier
+    return trained_once(f"topics-{module.id}", texts, labels, TOPIC_TRAINING, f"topic-windows-{module.id}")
 
 
 def asks_what_to_do(question: str) -> bool:

@@ -19,8 +19,6 @@ app itself offers), decided by tutor.teach.intent.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 from collections.abc import Iterable
@@ -33,18 +31,14 @@ from tutor.teach.intent import classify as classify_by_rules
 from tutor.teach.meaning import Found, ModuleVectors, check_text, find, warm_vectors
 from tutor.teach.retrieval import warm as warm_words
 from tutor.understand import (
-    HASH_DIM,
     EmbedderUnavailable,
-    SoftmaxClassifier,
-    VectorCache,
-    cache_dir,
     embedder,
     fold_accents,
     ngram_rows,
     run_embedding,
-    train_softmax,
 )
 from tutor.understand.intent_bank import ACTS, bank
+from tutor.understand.trained import trained_once
 
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.material import Check
@@ -90,18 +84,8 @@ def _bank() -> list[tuple[str, str]]:
 class IntentReader:
     def __init__(self) -> None:
         bank = _bank()
-        model = embedder()
-        texts = [t for _, t in bank]
-        labels = [a for a, _ in bank]
-        version = hashlib.sha256(json.dumps([model.id, HASH_DIM, TRAINING, bank], ensure_ascii=False)
-                                 .encode("utf-8")).hexdigest()[:16]
-        path = cache_dir() / "models" / f"intents-{version}.npz"
-        classifier = SoftmaxClassifier.load(path)
-        if classifier is None:
-            vectors = VectorCache(model.id, "intent-exemplars").vectors(texts, model.embed_many)
-            classifier = train_softmax(vectors, labels, words=ngram_rows(texts), **TRAINING)
-            classifier.save(path)
-        self.classifier = classifier
+        self.classifier = trained_once("intents", [t for _, t in bank], [a for a, _ in bank], TRAINING,
+                                       "intent-exemplars")
 
     def acts(self, text: str, vector: np.ndarray) -> dict[str, float]:
         proba = self.classifier.proba(vector[None, :], ngram_rows([text]))[0]
