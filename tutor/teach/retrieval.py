@@ -25,10 +25,10 @@ import re
 import threading
 import unicodedata
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import bm25s
 import numpy as np
@@ -41,7 +41,9 @@ from tutor.text import words
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module, Topic
 
-__all__ = ["Index", "Passage", "retrieve", "tokens"]
+__all__ = ["Index", "Passage", "PerModule", "retrieve", "tokens"]
+
+T = TypeVar("T")
 
 _MIN_WORDS = 60
 _MAX_WORDS = 170
@@ -187,6 +189,31 @@ def _topic_words(topic: Topic) -> str:
     return " ".join(parts)
 
 
+class PerModule(Generic[T]):
+    """One value per loaded module object, made once (under a lock) and forgotten with the
+    module: the word index here, the vectors in tutor.teach.meaning."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[weakref.ref, T]] = {}
+        self._lock = threading.Lock()
+
+    def holds(self, module: Module) -> bool:
+        with self._lock:
+            hit = self._kept.get(id(module))
+            return hit is not None and hit[0]() is module
+
+    def get(self, module: Module, make: Callable[[Module], T]) -> T:
+        key = id(module)
+        with self._lock:
+            hit = self._kept.get(key)
+            if hit is not None and hit[0]() is module:
+                return hit[1]
+        value = make(module)
+        with self._lock:
+            self._kept[key] = (weakref.ref(module, lambda _r, k=key: self._kept.pop(k, None)), value)
+        return value
+
+
 class Index:
     """A module's passages and their BM25 indexes. Build with `Index.build(module)` (cached
     per module object), query with `search`.
@@ -197,9 +224,6 @@ class Index:
     for the query), so a question phrased like the topic rather than like the text still
     reaches that topic's best passage. Results are spread over topics (`per_topic`).
     """
-
-    _cache: dict[int, tuple[weakref.ref, Index]] = {}
-    _lock = threading.Lock()
 
     def __init__(self, passages: Sequence[Passage], documents: Sequence[list[str]],
                  cards: dict[str | None, list[str]]) -> None:
@@ -218,15 +242,11 @@ class Index:
 
     @classmethod
     def build(cls, module: Module) -> Index:
-        key = id(module)
-        with cls._lock:
-            hit = cls._cache.get(key)
-            if hit is not None and hit[0]() is module:
-                return hit[1]
-        index = cls.from_module(module)
-        with cls._lock:
-            cls._cache[key] = (weakref.ref(module, lambda _r, k=key: cls._cache.pop(k, None)), index)
-        return index
+        return _PER_MODULE_INDEX.get(module, cls.from_module)
+
+    @staticmethod
+    def is_built(module: Module) -> bool:
+        return _PER_MODULE_INDEX.holds(module)
 
     @classmethod
     def from_module(cls, module: Module) -> Index:
@@ -325,6 +345,9 @@ class Index:
 
     def _on_topic(self, query: list[str]) -> bool:
         return any(t in self._card_words for t in query if "_" not in t)
+
+
+_PER_MODULE_INDEX: PerModule[Index] = PerModule()
 
 
 def warm(modules: Iterable[Module]) -> None:
