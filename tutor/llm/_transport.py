@@ -21,11 +21,22 @@ with httpcore's transport (benchmarks/load_bench.py, baseline line, 200 learners
 - Cookies, redirects and content decoding are left to httpx, as with its own transport.
 - aiohttp's failures become the httpx exceptions httpcore raises for the same event, so
   a dropped connection reads as a broken connection, never as a timeout.
+- A kept-alive connection is looked at before it is reused, as httpcore does: readable
+  while idle means the server hung up (or sent something unasked), so it is closed instead.
+  aiohttp alone only learns of a hang-up when the event loop next reads the socket, which a
+  loop busy with other work (a judge's parse, the semantic layer) had not done yet.
+- A server may still hang up the moment a request goes out on a reused connection. Such a
+  request, failed before any answer came, is sent once more on a fresh connection
+  (`resent` counts them); a fresh connection's failure is reported as it is. The retry is
+  inside the call, so the call's deadline bounds it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import logging
+import select
 import urllib.request
 import weakref
 from collections.abc import AsyncIterator
@@ -36,6 +47,13 @@ import httpx
 from yarl import URL
 
 _HTTP11 = {"http_version": b"HTTP/1.1"}
+
+log = logging.getLogger(__name__)
+
+# Set by _Connector for the request being sent in this task: it went out on a kept-alive
+# connection (`_reused`); it must open a new one (`_fresh`, the retry).
+_reused: contextvars.ContextVar[bool] = contextvars.ContextVar("tutor_llm_reused", default=False)
+_fresh: contextvars.ContextVar[bool] = contextvars.ContextVar("tutor_llm_fresh", default=False)
 
 
 def _httpx_error(exc: Exception) -> httpx.TransportError:
@@ -62,6 +80,51 @@ def _httpx_error(exc: Exception) -> httpx.TransportError:
     if isinstance(exc, (aiohttp.ClientConnectionError, OSError)):  # reset by peer while reading
         return httpx.ReadError(message)
     return httpx.TransportError(message)
+
+
+def _hung_up(proto: object) -> bool:
+    """An idle connection whose socket has something to read: the server's hang-up (or bytes
+    nobody asked for). httpcore asks the same before reusing a connection."""
+    transport = getattr(proto, "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):  # closed under us: certainly not reusable
+        return True
+
+
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's pool, checked before reuse (`_hung_up`) and skipped for a retry (`_fresh`).
+
+    aiohttp has no public hook for either; `_get` is where its pool hands out an idle
+    connection (None: open a new one), and `_conns` its idle connections, oldest first."""
+
+    async def _get(self, key, traces):  # type: ignore[override]
+        if _fresh.get():
+            return None
+        idle = getattr(self, "_conns", {}).get(key)
+        while idle and _hung_up(idle[0][0]):
+            proto, _ = idle.popleft()
+            proto.close()
+        connection = await super()._get(key, traces)
+        if connection is not None:
+            _reused.set(True)
+        return connection
+
+
+def _stale(exc: BaseException) -> bool:
+    """A failure before any answer that a kept-alive connection the server had closed gives:
+    the request could not be written, or the server hung up without a byte of answer."""
+    if isinstance(exc, aiohttp.ClientConnectorError):  # opening a connection: not a stale one
+        return False
+    return isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, ConnectionResetError,
+                            BrokenPipeError))
 
 
 class AiohttpResponseStream(httpx.AsyncByteStream):
@@ -145,9 +208,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         weakref.finalize(self, _close_now, self._held)
         self._timeouts: dict[tuple[Any, ...], aiohttp.ClientTimeout] = {}
         self._urls: dict[str, URL] = {}
+        self.resent = 0  # requests sent again on a fresh connection (see the module docstring)
 
     def _new_session(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(
+        connector = _Connector(
             limit=self._limits.max_connections or 0,  # 0: no limit, as httpx's None
             keepalive_timeout=self._limits.keepalive_expiry,
             ssl=self._ssl,
@@ -190,19 +254,34 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             data = request.content  # httpx has already encoded the JSON
         except httpx.RequestNotRead:
             data = await request.aread()
+        send = dict(
+            headers=request.headers.multi_items(),
+            data=data or None,
+            allow_redirects=False,
+            timeout=self._timeout(request.extensions.get("timeout") or {}),
+            proxy=proxy,
+            proxy_auth=proxy_auth,
+        )
+        url = self._url(request.url)
+        reused = _reused.set(False)
         try:
-            response = await session.request(
-                request.method,
-                self._url(request.url),
-                headers=request.headers.multi_items(),
-                data=data or None,
-                allow_redirects=False,
-                timeout=self._timeout(request.extensions.get("timeout") or {}),
-                proxy=proxy,
-                proxy_auth=proxy_auth,
-            )
+            try:
+                response = await session.request(request.method, url, **send)
+            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                if not (_reused.get() and _stale(exc)):
+                    raise
+                log.debug("%s %s: a kept-alive connection failed (%s); sent again on a fresh one",
+                          request.method, request.url.host, type(exc).__name__)
+                self.resent += 1
+                fresh = _fresh.set(True)
+                try:
+                    response = await session.request(request.method, url, **send)
+                finally:
+                    _fresh.reset(fresh)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             raise _httpx_error(exc) from exc
+        finally:
+            _reused.reset(reused)
         extensions = _HTTP11 if not response.reason else {**_HTTP11, "reason_phrase": response.reason.encode()}
         return httpx.Response(
             response.status,
