@@ -26,6 +26,12 @@ audit row says outcome `deadline`, and the turn ends at once, never re-asked:
 - with nothing to keep, it fails closed like a transport failure: the raw text of a failed
   first reply when it is worth showing, else the calm `DEADLINE_TEXT` apology; flags
   `deadline`, `needs_review` (and `fallback_apology`).
+
+A stream that breaks after some text arrived (the connection drops, the server falls silent
+or sends an error event: `streaming.read_stream`) ends the turn the same way, never tried
+again or re-asked: what arrived is kept as for the deadline, flagged `interrupted`; the
+audit row says outcome `interrupted` with the error and the operator's hint. With nothing
+readable to keep it fails closed as a transport failure (`transport_error`).
 """
 
 from __future__ import annotations
@@ -80,6 +86,7 @@ class AttemptRecord:
     tokens_in: int = 0
     tokens_out: int = 0
     # valid | repaired | invalid | error (no completion) | skipped (budget) | deadline (cut off)
+    # | interrupted (the stream broke after some text)
     outcome: str = "invalid"
     flags: list[str] = field(default_factory=list)
     error_class: str | None = None
@@ -244,22 +251,25 @@ class _Turn:
         flags += [f for f in (parsed.flags if parsed else []) if f not in flags]
         if completion.finish_reason == "length" and "truncated" not in flags:
             flags.append("truncated")
-        if completion.finish_reason in ("repetition", "stopped", "deadline"):
+        if completion.finish_reason in ("repetition", "stopped", "deadline", "interrupted"):
             flags.append(completion.finish_reason)
         if result.problem == "refusal" and "refusal" not in flags:
             flags.append("refusal")
         problem_class = {"refusal": "Refusal", "empty": "EmptyReply", "invalid": "InvalidReply",
                          "truncated": "TruncatedReply"}
         outcome = "invalid" if result.problem else parsed.outcome
-        error_class, error = problem_class.get(result.problem or ""), None
+        error_class, error, hint = problem_class.get(result.problem or ""), None, None
         if completion.finish_reason == "deadline":
             outcome, error_class = "deadline", DeadlineExceeded.__name__
             error = self._deadline_passed().message[:300]
+        elif completion.finish_reason == "interrupted":
+            outcome, error_class = "interrupted", completion.extra.get("error_class")
+            error, hint = (completion.extra.get("error") or "")[:300], completion.extra.get("hint")
         self._record(
             request, kind, latency,
             model=completion.model or self.provider.model,
             tokens_in=tokens_in, tokens_out=tokens_out,
-            outcome=outcome, flags=flags, error_class=error_class, error=error,
+            outcome=outcome, flags=flags, error_class=error_class, error=error, hint=hint,
             finish_reason=completion.finish_reason, strict_json=_strict_json(completion.text),
         )
         return result
@@ -357,12 +367,17 @@ def _repeated(t: Tried) -> list[str]:
 
 
 def _cut_short(t: Tried) -> bool:
-    """Ended by the learner's Stop or by the deadline: never re-asked."""
-    return t.completion is not None and t.completion.finish_reason in ("stopped", "deadline")
+    """Ended by the learner's Stop, the deadline or a broken stream: never re-asked."""
+    return t.completion is not None and t.completion.finish_reason in ("stopped", "deadline", "interrupted")
 
 
 def _late(turn: _Turn) -> str | None:
-    return turn.late.operator_message if turn.late is not None else None
+    """What the operator should know about a turn cut short: the deadline, or the broken
+    stream's hint."""
+    if turn.late is not None:
+        return turn.late.operator_message
+    broken = turn.records[-1] if turn.records and turn.records[-1].outcome == "interrupted" else None
+    return (broken.hint or broken.error) if broken is not None else None
 
 
 def _cut(t: Tried, tries: list[Tried], suggestion: str | None, *extra: str) -> ParsedReply:
@@ -382,9 +397,19 @@ def _cut(t: Tried, tries: list[Tried], suggestion: str | None, *extra: str) -> P
         return ParsedReply("repaired", response, [*extra, "partial", reason], [], raw)
     if reason == "deadline":
         return _fallback(tries, suggestion, *extra, "deadline")
+    if reason == "interrupted":
+        return _fallback(tries, suggestion, *extra, "interrupted", "transport_error")
     response = apology_response(STOPPED_TEXT)
     response.meta.response_type = "conversational"
     return ParsedReply("invalid", response, [*extra, "stopped"], ["stopped before any text"], raw)
+
+
+def _went_wrong(t: Tried) -> str | None:
+    if _cut_short(t):
+        return "transport_error" if t.completion.finish_reason == "interrupted" else "deadline"  # type: ignore[union-attr]
+    if isinstance(t.error, DeadlineExceeded):
+        return "deadline"
+    return t.problem or (t.error and "transport_error")
 
 
 def _fallback(tries: list[Tried], suggestion: str | None, *extra: str) -> ParsedReply:
@@ -395,8 +420,7 @@ def _fallback(tries: list[Tried], suggestion: str | None, *extra: str) -> Parsed
             return _with_flags(t.parsed, *_truncated(t), *extra, "needs_review")
     raw = next((t.completion.text for t in tries if t.completion and t.completion.text.strip()), "")
     late = "deadline" in extra
-    reasons = [p for t in tries if (p := "deadline" if _cut_short(t) or isinstance(t.error, DeadlineExceeded)
-                                    else t.problem or (t.error and "transport_error"))]
+    reasons = [p for t in tries if (p := _went_wrong(t))]
     errors = [f"no usable reply: {', '.join(dict.fromkeys(reasons)) or 'transport error'}"]
     flags = ["refusal"] if "refusal" in reasons else []
     apology = ParsedReply("invalid", apology_response(DEADLINE_TEXT if late else APOLOGY_TEXT, suggestion),

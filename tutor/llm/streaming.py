@@ -10,7 +10,11 @@
   (`finish_reason="repetition"`) instead of being paid for up to the token limit;
 - ends at the turn's `deadline` (event-loop time) like a Stop (`finish_reason="deadline"`):
   HTTP timeouts are per read, so a server trickling a byte a second, or one that never
-  sends its headers, would otherwise hold the turn for as long as it likes.
+  sends its headers, would otherwise hold the turn for as long as it likes;
+- keeps what had arrived when the stream breaks after some text (the connection drops, the
+  server falls silent or sends an error event): `finish_reason="interrupted"`, the error
+  named in `extra` (`error_class`, `error`, `hint`) for the audit. A stream that breaks
+  before any text raises, as before, and the policy may try the call again.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from tutor.llm.base import Completion, CompletionRequest
+from tutor.llm.errors import TransportError
 from tutor.llm.watch import RepetitionWatcher
 
 __all__ = ["TurnListener", "read_stream"]
@@ -48,19 +53,25 @@ async def read_stream(
     stream = provider.stream(request)
     watcher = RepetitionWatcher()
     text, cut = "", None
+    broken: TransportError | None = None
 
     async def consume() -> None:
-        nonlocal text, cut
-        async for delta in stream:
-            text += delta
-            if watcher.feed(delta):
-                cut = "repetition"
-                return
-            if listener is not None:
-                await listener.text(text)
-            if stop is not None and stop.is_set():
-                cut = "stopped"
-                return
+        nonlocal text, cut, broken
+        try:
+            async for delta in stream:
+                text += delta
+                if watcher.feed(delta):
+                    cut = "repetition"
+                    return
+                if listener is not None:
+                    await listener.text(text)
+                if stop is not None and stop.is_set():
+                    cut = "stopped"
+                    return
+        except TransportError as exc:
+            if not text:
+                raise
+            cut, broken = "interrupted", exc
 
     if stop is None and deadline is None:
         await consume()
@@ -94,4 +105,6 @@ async def read_stream(
     extra = {**partial.extra, "cut": cut}
     if cut == "repetition" and watcher.reason:
         extra["repetition"] = watcher.reason
+    if broken is not None:
+        extra.update(error_class=type(broken).__name__, error=broken.message, hint=broken.operator_hint)
     return replace(partial, text=text, finish_reason=cut, extra=extra)
