@@ -125,7 +125,7 @@ _EXAMPLES = {
     "TUTOR_SIGNIN_FAILURES": "10",
     "TUTOR_SIGNIN_ACCOUNT_FAILURES": "50",
     "TUTOR_SIGNUPS_PER_DAY": "5",
-    "TUTOR_MODEL_CALLS_IN_FLIGHT": "100 (0: no cap)",
+    "TUTOR_MODEL_CALLS_IN_FLIGHT": "4 (what the model server runs at once; 0: no cap)",
     "TUTOR_DB_THREADS": "8",
 }
 

@@ -60,9 +60,9 @@ class UsageSettings:
     # the same address shares it). 1: none more than one learner's; raise it for a room of
     # kiosks behind one address.
     learners_per_address: int = 1
-    # Per process: high enough that a class never queues on a hosted API; lower it to what
-    # a self-hosted model server runs in parallel (llama.cpp's --parallel).
-    model_calls_in_flight: int = 100  # 0: no cap
+    # Per process. None (not set): what the backend takes (tutor.llm.gate.ModelGate.for_backend:
+    # a llama.cpp server's slots; no cap for hosted APIs, whose limit is requests per minute).
+    model_calls_in_flight: int | None = None  # 0: no cap
     redis_url: str | None = None  # None: counted in this process's memory
 
     @classmethod

@@ -7,9 +7,14 @@ Other servers (OpenAI, vLLM, Ollama) have no such endpoint and the window stays 
 (None); then only the server's refusal tells, and the policy trims and retries
 (`budget.trim_harder`). A refusal that names the window is remembered (`learn`).
 
+The same answer says how many requests the server runs at once (`total_slots`: llama-server's
+`--parallel`), which sizes the cap on model calls in flight (tutor.llm.gate), and that the
+server is llama.cpp, which takes `cache_prompt` in a request (tutor.llm.openai).
+
 Nothing here raises: a server that cannot answer just leaves the window unknown. Answers
-are cached per server, so a conversation asks at most once; a failure that may pass (no
-connection, a timeout, a 5xx) is asked again after a minute.
+are cached per server, so a conversation asks at most once (and calls that ask at the same
+moment share one question); a failure that may pass (no connection, a timeout, a 5xx) is
+asked again after a minute.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ RETRY_UNKNOWN_AFTER_S = 60.0
 _NO_PROPS_HOSTS = {"api.openai.com", "api.anthropic.com", "api.groq.com", "openrouter.ai", "api.mistral.ai"}
 
 _windows: dict[str, tuple[int | None, float]] = {}  # server root -> (window, valid until)
+_slots: dict[str, int] = {}  # server root -> requests it runs at once (/props total_slots)
+_llama: set[str] = set()  # server roots whose /props answered as llama.cpp's does
+_asking: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}  # one question at a time
 
 
 def server_root(base_url: str) -> str:
@@ -49,18 +57,56 @@ async def context_window(settings: LLMSettings, client: httpx.AsyncClient | None
     """
     if settings.context_window:
         return settings.context_window
-    if settings.provider != "openai" or not settings.base_url:
+    root = await _asked(settings, client)
+    return _windows[root][0] if root is not None else None
+
+
+async def server_slots(settings: LLMSettings, client: httpx.AsyncClient | None = None) -> tuple[int | None, bool]:
+    """(requests the server runs at once, final): llama.cpp's `total_slots`, or None where the
+    server does not say. `final` is False while asking again later might get an answer."""
+    root = await _asked(settings, client)
+    if root is None:
+        return None, True
+    return _slots.get(root), root in _slots or _windows[root][1] == float("inf")
+
+
+def may_have_props(settings: LLMSettings) -> bool:
+    """Whether the server might answer llama.cpp's /props: an OpenAI-compatible server that
+    is not one of the hosted APIs (which have no such endpoint)."""
+    return (settings.provider == "openai" and bool(settings.base_url)
+            and urlsplit(settings.base_url or "").hostname not in _NO_PROPS_HOSTS)
+
+
+def speaks_llama(settings: LLMSettings) -> bool:
+    """Whether the server already answered /props as llama.cpp does (no question asked here)."""
+    return bool(settings.base_url) and server_root(settings.base_url) in _llama
+
+
+async def _asked(settings: LLMSettings, client: httpx.AsyncClient | None) -> str | None:
+    """The server's root once its /props answer is cached (asked now if need be), or None for
+    servers that have no /props (other providers, hosted APIs)."""
+    if not may_have_props(settings):
         return None
-    if urlsplit(settings.base_url).hostname in _NO_PROPS_HOSTS:
-        return None
-    root = server_root(settings.base_url)
+    root = server_root(settings.base_url)  # type: ignore[arg-type]
     cached = _windows.get(root)
     if cached is not None and (cached[0] is not None or time.monotonic() < cached[1]):
-        return cached[0]
-    window, final = await _ask_props(root, settings, client)
-    expires = float("inf") if final else time.monotonic() + RETRY_UNKNOWN_AFTER_S
-    _windows[root] = (window, expires)
-    return window
+        return root
+    loop = asyncio.get_running_loop()
+    asking = _asking.get(root)
+    if asking is not None and asking[0] is loop and not asking[1].done():
+        await asyncio.shield(asking[1])  # another call is asking right now: its answer is ours
+        return root
+    future = loop.create_future()
+    _asking[root] = (loop, future)
+    try:
+        window, final = await _ask_props(root, settings, client)
+        expires = float("inf") if final else time.monotonic() + RETRY_UNKNOWN_AFTER_S
+        _windows[root] = (window, expires)
+    finally:
+        future.set_result(None)
+        if _asking.get(root, (None, None))[1] is future:
+            del _asking[root]
+    return root
 
 
 def learn(settings: LLMSettings, window: int | None) -> None:
@@ -72,6 +118,8 @@ def learn(settings: LLMSettings, window: int | None) -> None:
 def forget() -> None:
     """Drop every cached answer (a restarted server may have a new -c)."""
     _windows.clear()
+    _slots.clear()
+    _llama.clear()
 
 
 async def count_tokens(
@@ -116,7 +164,12 @@ async def _ask_props(
         return None, False
     if not isinstance(data, dict):
         return None, True
+    slots = data.get("total_slots")
+    if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0:
+        _slots[root] = slots
     defaults = data.get("default_generation_settings")
+    if isinstance(defaults, dict) or "total_slots" in data:
+        _llama.add(root)
     per_slot = defaults.get("n_ctx") if isinstance(defaults, dict) else None
     for value in (per_slot, data.get("n_ctx")):
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:

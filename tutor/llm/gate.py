@@ -9,6 +9,19 @@ time limit its caller set: a tutor turn's queue wait counts inside its deadline
 (`TUTOR_LLM_DEADLINE`; the streamed read or `asyncio.timeout_at` cancels the wait like a
 slow request), and a learner's Stop ends it too.
 
+How many slots: the operator's TUTOR_MODEL_CALLS_IN_FLIGHT when set (0: no cap); otherwise
+what the backend can take (`for_backend`): a llama.cpp server says in `GET /props`
+(`total_slots`, its `--parallel`), and the gate is sized from that on its first call. A
+server that does not say (vLLM, Ollama) and the hosted APIs get no cap: their limit is
+requests per minute, which their 429s with Retry-After already enforce (the transport waits
+and retries), and a fixed cap below a class's size only made half of it wait a whole model
+turn in line.
+
+News of the line is paced: the first "you're in line" at once, then a new place at most
+every `news_every_s` (1 s) per waiting turn, and "your turn" (`queued(0)`) at once. Each
+message is a frame to the page; telling every step of a fast-moving line cost a class of
+200 about 10,000 frames.
+
 Who hears about the queue is carried by a context variable (`reporting(listener)`), set by
 the engine around a turn, so the providers' signatures stay as they are.
 """
@@ -20,16 +33,23 @@ import contextlib
 import contextvars
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from tutor.i18n import Phrase
+from tutor.llm import context
 from tutor.llm.base import Completion, CompletionRequest, Provider
+from tutor.llm.config import LLMSettings
 from tutor.llm.sse import CompletionStream
 
 __all__ = ["ModelGate", "gated", "queue_line", "reporting"]
 
 log = logging.getLogger(__name__)
+
+QUEUE_NEWS_EVERY_S = 1.0  # a waiting turn hears of a new place in line at most this often
+
+# (slots, final): final False while asking again later might give another answer.
+Sizer = Callable[[], Awaitable[tuple[int | None, bool]]]
 
 # Whoever listens to the turn being answered in this task (a TurnListener with an optional
 # `queued(position)` method), or None.
@@ -93,20 +113,67 @@ class ModelGate:
     """At most `slots` holders at once; the rest wait first come, first served.
 
     A slot freed goes straight to the first waiter (never to a newcomer), so nobody is
-    overtaken. Meant for one event loop (the app's); `slots` None means no cap."""
+    overtaken. Meant for one event loop (the app's); `slots` None means no cap. With a
+    `sizer`, the number is asked for on the first call (and again, while the answer is not
+    final, on later calls)."""
 
-    def __init__(self, slots: int | None) -> None:
+    def __init__(self, slots: int | None, *, sizer: Sizer | None = None,
+                 news_every_s: float = QUEUE_NEWS_EVERY_S) -> None:
         self.slots = slots
         self.busy = 0
         self.most = 0  # the most calls in flight at once so far (tests, benchmarks)
+        self.news_every_s = news_every_s
+        self._sizer = sizer
         self._queue: deque[_Waiter] = deque()
+
+    @classmethod
+    def for_backend(cls, cap: int | None, settings: LLMSettings, provider: Provider | None = None) -> ModelGate:
+        """The gate for this backend: `cap` is TUTOR_MODEL_CALLS_IN_FLIGHT (None: not set, so
+        the backend's own number; 0: no cap). See the module docstring for why."""
+        if cap is not None or not context.may_have_props(settings):
+            return cls(cap or None)
+
+        async def sizer() -> tuple[int | None, bool]:
+            return await context.server_slots(settings, getattr(provider, "client", None))
+
+        return cls(None, sizer=sizer)
 
     @property
     def waiting(self) -> int:
         return len(self._queue)
 
+    @property
+    def capped(self) -> bool:
+        """Whether calls may have to wait (a cap, or one still to be asked for)."""
+        return self.slots is not None or self._sizer is not None
+
+    async def _size(self) -> None:
+        assert self._sizer is not None
+        try:
+            slots, final = await self._sizer()
+        except Exception:  # noqa: BLE001 - not knowing only means no cap for now
+            log.debug("model slots unknown", exc_info=True)
+            slots, final = None, False
+        if final:
+            self._sizer = None
+        if slots != self.slots:
+            log.info("model calls in flight capped at %s (the server's own slots)", slots)
+            self.slots = slots
+            self._admit()
+
+    def _admit(self) -> None:
+        """Waiters the new size has room for go in (a cap that grew, or went)."""
+        while self._queue and (self.slots is None or self.busy < self.slots):
+            first = self._queue.popleft()
+            first.granted = True
+            self.busy += 1
+            first.nudge()
+        self._moved()
+
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
+        if self._sizer is not None:
+            await self._size()
         if self.slots is not None and (self.busy >= self.slots or self._queue):
             await self._wait_in_line()
         else:
@@ -120,19 +187,26 @@ class ModelGate:
     async def _wait_in_line(self) -> None:
         listener = _LISTENER.get()
         tell = getattr(listener, "queued", None)
-        waiter = _Waiter(asyncio.get_running_loop(), len(self._queue) + 1)
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(loop, len(self._queue) + 1)
         self._queue.append(waiter)
-        told = 0
+        told, told_at = 0, 0.0
         try:
             while not waiter.granted:
                 position = waiter.position
+                pause = None  # wait for the line to move
                 if tell is not None and position != told:
-                    told = position
-                    await _quietly(tell, position)
-                if waiter.granted:
-                    break
-                await waiter.wake
-                waiter.wake = asyncio.get_running_loop().create_future()
+                    pause = told_at + self.news_every_s - loop.time() if told else 0.0
+                    if pause <= 0:  # the first place at once; later ones paced
+                        told, told_at, pause = position, loop.time(), None
+                        await _quietly(tell, position)
+                        continue
+                if pause is None:
+                    await waiter.wake
+                else:
+                    await asyncio.wait((waiter.wake,), timeout=pause)
+                if waiter.wake.done():
+                    waiter.wake = loop.create_future()
             if tell is not None:
                 await _quietly(tell, 0)
         except BaseException:  # cancelled (Stop, the deadline): leave the line, or pass the slot on
@@ -202,7 +276,7 @@ class _GatedStreamingProvider(_GatedProvider):
 def gated(provider: Provider, gate: ModelGate | None) -> Provider:
     """`provider` with its calls capped by `gate` (the built-in tutor makes no model calls
     and is never queued)."""
-    if gate is None or gate.slots is None or provider.name == "builtin":
+    if gate is None or not gate.capped or provider.name == "builtin":
         return provider
     cls = _GatedStreamingProvider if hasattr(provider, "stream") else _GatedProvider
     return cls(provider, gate)  # type: ignore[return-value]

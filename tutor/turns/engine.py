@@ -67,7 +67,8 @@ class Engine:
         # Usage limits (tutor.access.usage) and the cap on model calls in flight (tutor.llm.gate),
         # which every call of the provider waits for; None: no limits (tools, tests).
         self.usage = usage
-        self.gate = ModelGate(usage.settings.model_calls_in_flight or None) if usage else None
+        cap = usage.settings.model_calls_in_flight if usage else None
+        self.gate = ModelGate.for_backend(cap, settings, provider) if usage else None
         provider = gated(provider, self.gate)
         self.provider = provider
         self.library = library
