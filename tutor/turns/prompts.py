@@ -87,20 +87,19 @@ Reply with exactly ONE JSON object that follows the response contract at the end
 
 CONTRACT_BLOCK = f"""\
 ## Response contract (fixed by the app; it overrides anything above)
-Return ONLY one JSON object of this shape, with no code fences and no text around it:
-{{"content": {{...}}, "meta": {{...}}}}
+Return ONLY one JSON object with two keys, "content" and "meta", with no code fences and no text around it. Every text is your own words for this learner: real sentences, never a placeholder, never these instructions or the learner's message copied back.
 content (required):
 - text_blocks (required): array of {{"type", "content", "level"?}}; type: {_or(BLOCK_TYPES)}; content is markdown; level 1-6 for headings only.
 - forms (optional, always optional for the learner): array of {{"id", "title"?, "description"?, "fields", "submit_label"?, "optional"?: true}}; each field: {{"id" (snake_case), "type": {_or(FIELD_TYPES)}, "label", "required"?: false, "options"?: [{{"value", "label"}}] (required for radio, checkbox and select), "placeholder"?, "help_text"?, "min"?, "max"?}}.
 - media (optional): array of {{"type": image|video|audio, "src" (https URL or /path), "alt"?, "caption"?}}.
-- next_step (optional): {{"prompt"?, "suggestions"?: [short quick replies], "can_skip"?: true}}.
+- next_step (optional): {{"prompt"?, "suggestions"?: [up to 3 short replies the learner can tap, each a few words], "can_skip"?: true}}.
 - citations (optional): array of {{"source_id", "quote", "location"?}}: quote copied word for word from a passage given in this message, source_id from its header, location its section. Quotes that are not word for word are removed.
 meta (required):
 - response_type (required): {_or(RESPONSE_TYPES)}.
 - progress (optional): {{"percentage"?: 0-100, "covered_topics"?: [topic ids], "newly_covered"?: [topic ids], "remaining_topics"?: integer, "milestone"?: {_or([f'"{m}"' for m in MILESTONES])}|null}}. Use only the topic ids listed in the module context.
 - module_state (optional): {{"current_phase"?, "current_section"?, "sections_completed"?, "total_sections"?}}.
 - emotion (optional): {_or(EMOTIONS)}.
-Example: {{"content": {{"text_blocks": [{{"type": "paragraph", "content": "..."}}], "next_step": {{"suggestions": ["..."]}}}}, "meta": {{"response_type": "educational", "progress": {{"covered_topics": ["topic_id"]}}, "emotion": "encouraging"}}}}"""
+An example of the shape only (your texts teach this module's topic, in its language): {{"content": {{"text_blocks": [{{"type": "paragraph", "content": "Good question! Let's look at that together, one step at a time."}}], "next_step": {{"prompt": "Shall we go on?", "suggestions": ["Yes, go on", "Give me an example"]}}}}, "meta": {{"response_type": "educational", "emotion": "encouraging"}}}}"""
 
 
 def render_template(text: str, variables: Mapping[str, object], strict: bool = True) -> str:
