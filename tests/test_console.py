@@ -121,9 +121,10 @@ def test_the_review_list_shows_the_flag_and_the_failed_turn_with_their_attempts_
     risk, turn = items
     assert risk.label == "abuse" and risk.evidence[0]["verified"] and "hits me" in risk.evidence[0]["snippet"]
     assert turn.id == world.cat_reply.id and "needs_review" in turn.flags and turn.module_id == MODULE
-    [attempt] = turn.attempts
+    attempt, fallback = turn.attempts  # the model's call, then the module's own turn in its place
     assert (attempt.provider, attempt.model, attempt.outcome, attempt.error_class) == \
         ("openai", "fake-model-1", "error", "AuthError")
+    assert (fallback.provider, fallback.kind, fallback.outcome) == ("builtin", "fallback", "fallback")
     assert "TUTOR_LLM_API_KEY" in attempt.hint
     assert attempt.cost == 0.0  # priced: no tokens were spent on a refused call
     everything = json.dumps([i.to_json_dict() for i in items])

@@ -46,7 +46,7 @@ from tutor.settings import REPLY_LEASE_S
 from tutor.storage import dbfaults
 from tutor.storage.store import Store
 from tutor.teach import mastery, teaching
-from tutor.turns import claims, prompts, turn_store
+from tutor.turns import claims, fallback_lesson, prompts, turn_store
 from tutor.turns import conversations as db
 from tutor.turns.alerts import Alerter
 from tutor.turns.conversations import OPENING, InputError, PendingTurn
@@ -419,6 +419,7 @@ class Engine:
             flags = ["engine_error", "needs_review"]
             apology = apology_response(ENGINE_ERROR_TEXT, suggestion)
             result = PolicyResult(ParsedReply("invalid", apology, flags, [type(exc).__name__], ""), [], flags, None)
+        result = fallback_lesson.lesson_instead(result, request, module.language)  # no apology alone
         localize_own_words(result.parsed.response, module.language)
         return result
 

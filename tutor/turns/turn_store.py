@@ -45,9 +45,10 @@ from tutor.turns.conversations import (
     defaults_of,
     progress_state,
 )
+from tutor.turns.fallback_lesson import FALLBACK_FLAG
 
-__all__ = ["UNSHOWN_REPLY", "TurnInputs", "TurnStart", "begin", "model_memory", "risk_rows", "store_reply",
-           "turn_inputs", "turn_reads", "view_state"]
+__all__ = ["LESSON_STAND_IN", "SAFETY_PAUSE", "UNSHOWN_REPLY", "TurnInputs", "TurnStart", "begin", "model_memory",
+           "risk_rows", "store_reply", "turn_inputs", "turn_reads", "view_state"]
 
 # What the model reads in place of a reply that could not be shown as a lesson: short,
 # honest, and in the shape the model is asked to write.
@@ -61,6 +62,12 @@ UNSHOWN_REPLY = json.dumps(
     {"content": {"text_blocks": [{"type": "paragraph", "content": "(My previous reply could not be shown.)"}]},
      "meta": {"response_type": "error"}}
 )
+LESSON_STAND_IN = json.dumps(
+    {"content": {"text_blocks": [{"type": "paragraph", "content": (
+        "(My previous reply could not be shown, so the app answered the learner from the module's own material "
+        "instead; the topics it covered are marked in the module context. Carry on from there.)")}]},
+     "meta": {"response_type": "conversational"}}
+)
 
 _MESSAGE, _CONVERSATION = Message.__table__, Conversation.__table__
 # Run on the driver's cursor (tutor.storage.statements), as tutor.turns.conversations runs its own.
@@ -71,7 +78,7 @@ _INSERT_REPLY = Statement(insert(_MESSAGE)
                           .returning(_MESSAGE.c.id, _MESSAGE.c.seq),
                           keys=[k for k in _MESSAGE.c.keys() if k not in ("id", "seq")])
 _MEMORY = (select(_MESSAGE.c.seq, _MESSAGE.c.role, _MESSAGE.c.text, _MESSAGE.c.reply_to_seq, _MESSAGE.c.parsed_json,
-                  _MESSAGE.c.flags_json)
+                  _MESSAGE.c.flags_json, _MESSAGE.c.outcome)
            .where(_MESSAGE.c.conversation_id == bindparam("b_conversation")).order_by(_MESSAGE.c.seq))
 _PROGRESS, _AUDIT = ProgressRecord.__table__, AuditEvent.__table__
 # A turn's conversation row, the learner's progress in the module, and the tokens spent.
@@ -140,13 +147,24 @@ def _inputs(found: Any, rows: Iterable[Any], upto: int | None) -> TurnInputs:
 
 def model_memory(row: Any) -> str:
     """What the model reads of one of its past replies (a Message, or a row with its
-    `parsed_json`): the reply as the learner saw it (compact JSON), or a one-line stand-in
-    for raw text that could not be shown — a failed reply read back word for word costs
-    hundreds of tokens and teaches the model its mistake. The author's safety replies are
-    never the model's own words: read back, a small model copies them onto ordinary turns."""
-    if '"risk:' in (row.flags_json or ""):
+    `parsed_json`, `flags_json` and `outcome`): the reply as the learner saw it (compact
+    JSON), or a one-line stand-in — the one place that decides which words the model is
+    told it wrote. Stand-ins replace:
+
+    - raw text that could not be shown: read back word for word it costs hundreds of tokens
+      and teaches the model its mistake;
+    - the author's safety replies, the app's apologies (a reply that failed closed, took too
+      long, was stopped before any text, or met our own error) and the built-in tutor's
+      lesson given in a model's place: none are the model's words, and read back as its
+      own, a small model copies them onto the next turns (after a server restart, the two
+      turns that followed repeated the apology). An `invalid` outcome never carries the
+      model's structure (tutor.contract.parse), so whatever was shown for it is the app's."""
+    flags = row.flags_json or ""
+    if '"risk:' in flags:
         return SAFETY_PAUSE
-    if row.parsed_json:
+    if f'"{FALLBACK_FLAG}"' in flags:
+        return LESSON_STAND_IN
+    if row.parsed_json and row.outcome != "invalid":
         return _compact(row.parsed_json)
     return UNSHOWN_REPLY
 
