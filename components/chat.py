@@ -105,6 +105,7 @@ def _composer() -> rx.Component:
         reset_on_submit=False,
         class_name="composer",
         id="composer",
+        data_conversation=ChatState.conversation_id.to_string(),  # drafts are kept per conversation
         aria_label=ui("Send a message to the tutor"),
     )
 

@@ -2,7 +2,13 @@
 per id), the learner's message shows at once marked "Sending…", the box clears at once, and
 a send the server has not confirmed is sent again once the connection is back. A send the
 server refuses comes back into the box (the reason shows under it). Enter on an empty box
-does nothing, and a counter appears near the length limit."""
+does nothing, and a counter appears near the length limit.
+
+Nothing typed is lost on a reload: what is in the box, and the sends the server has not
+confirmed yet, are kept per conversation in the tab's sessionStorage (a reload brings them
+back, and the unconfirmed sends go again with their ids, so each is stored once). Closing
+the tab, signing out or "start fresh" forgets them: the next person at a shared computer
+finds nothing."""
 
 from __future__ import annotations
 
@@ -61,9 +67,54 @@ if (!window.__tutorSending) {
     if (out) { out.append(el); }
     return el;
   };
-  const track = (id, text) => {
-    outbox.set(id, {text, sentAt: Date.now(), el: bubble(text)});
+  // Drafts and unconfirmed sends, per conversation, in this tab.
+  const convo = () => {
+    const f = composer();
+    const c = f ? (f.dataset.conversation || '') : '';
+    return c && c !== '0' ? c : '';
   };
+  const keep = (key, value) => {
+    try { if (value) { sessionStorage.setItem(key, value); } else { sessionStorage.removeItem(key); } } catch (e) { /* storage off */ }
+  };
+  const kept = (key) => { try { return sessionStorage.getItem(key) || ''; } catch (e) { return ''; } };
+  const saveDraft = () => { const b = box(), c = convo(); if (b && c) { keep(`tutor-draft:${c}`, b.value); } };
+  const saveOutbox = (c) => {
+    if (!c) { return; }
+    const items = [...outbox].filter(([, item]) => item.convo === c).map(([id, item]) => ({id, text: item.text}));
+    keep(`tutor-outbox:${c}`, items.length ? JSON.stringify(items) : '');
+  };
+  const forgetAll = () => {
+    try {
+      Object.keys(sessionStorage).filter((k) => k.startsWith('tutor-draft:') || k.startsWith('tutor-outbox:'))
+        .forEach((k) => sessionStorage.removeItem(k));
+    } catch (e) { /* storage off */ }
+  };
+  const track = (id, text, sentAt = Date.now()) => {
+    const c = convo();
+    outbox.set(id, {text, sentAt, el: bubble(text), convo: c});
+    saveOutbox(c);
+  };
+  let restored = '';
+  const restore = () => {  // once per conversation shown in this tab
+    const c = convo(), b = box();
+    if (!c || !b || restored === c) { return; }
+    restored = c;
+    const draft = kept(`tutor-draft:${c}`);
+    if (draft && !b.value.trim()) { b.value = draft; counter(); }
+    let items = [];
+    try { items = JSON.parse(kept(`tutor-outbox:${c}`) || '[]'); } catch (e) { items = []; }
+    items.forEach((item) => {
+      if (item && item.id && item.text && !outbox.has(item.id)) { track(item.id, item.text, 0); }  // sent again at the next tick
+    });
+  };
+  document.addEventListener('input', (e) => { if (e.target && e.target.id === 'message') { saveDraft(); } }, true);
+  document.addEventListener('submit', (e) => {
+    const f = e.target;
+    if (f && f.getAttribute && (f.getAttribute('action') || '').endsWith('/auth/signout')) { forgetAll(); }
+  }, true);
+  document.addEventListener('click', (e) => {
+    if (e.target.closest && e.target.closest('#forget-confirm')) { forgetAll(); }
+  }, true);
   const submitQueued = (id, text) => {
     const form = composer();
     if (!form) { return false; }
@@ -95,7 +146,7 @@ if (!window.__tutorSending) {
     const form = e.target;
     if (!form || form.id !== 'composer' || form.__queued) { return; }
     const b = box();
-    if (b && form.elements['client_id'].value) { b.value = ''; counter(); }
+    if (b && form.elements['client_id'].value) { b.value = ''; counter(); saveDraft(); }
     form.elements['client_id'].value = '';
   });
 
@@ -135,18 +186,20 @@ if (!window.__tutorSending) {
   // attributes of #send-receipts.
   const sent = (id) => {
     const item = outbox.get(id);
-    if (item) { item.el.remove(); outbox.delete(id); }
+    if (item) { item.el.remove(); outbox.delete(id); saveOutbox(item.convo); }
   };
   const refused = (id) => {
     const item = outbox.get(id);
     if (!item) { return; }
     item.el.remove();
     outbox.delete(id);
+    saveOutbox(item.convo);
     const b = box();
     if (!b) { return; }
     const typed = b.value.trim();
     b.value = typed ? `${item.text}\n${b.value}` : item.text;  // nothing the learner wrote is lost
     counter();
+    saveDraft();  // and a reload keeps it
     b.focus();
   };
   const readReceipts = () => {
@@ -158,9 +211,13 @@ if (!window.__tutorSending) {
   new MutationObserver(readReceipts).observe(document.body, {
     attributes: true, subtree: true, attributeFilter: ['data-sent', 'data-refused'],
   });
+  new MutationObserver(restore).observe(document.body, {
+    attributes: true, subtree: true, attributeFilter: ['data-conversation'],
+  });
 
   // Not confirmed yet (the connection dropped, the page reloaded its state): send again.
   setInterval(() => {
+    restore();
     readReceipts();
     if (offline() || !outbox.size) { return; }
     const now = Date.now();

@@ -62,7 +62,7 @@ def _seconds(message: str) -> float:
 
 def test_settings_have_working_defaults_and_zero_means_no_limit():
     s = UsageSettings.from_env({})
-    assert (s.turns_per_minute, s.daily_tokens, s.conversations_per_day) == (12, 200_000, 20)
+    assert (s.turns_per_minute, s.daily_tokens, s.conversations_per_day) == (30, 200_000, 20)
     assert s.model_calls_in_flight is None  # not set: what the model backend takes (tutor.llm.gate)
     assert UsageSettings.from_env({"TUTOR_MODEL_CALLS_IN_FLIGHT": "0"}).model_calls_in_flight == 0
     assert s.redis_url is None

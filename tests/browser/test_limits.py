@@ -27,6 +27,10 @@ def test_a_learner_sending_too_fast_sees_a_calm_message_and_keeps_their_text(
     expect(page.locator("#message")).to_have_value("Why does my heart race before exams?")
     assert not any("heart race" in t for t in message_texts(page))  # not sent, not shown
     assert len(limited_model.requests) == asked  # and no model was asked
+    # A reload keeps the refused message as this conversation's draft (nothing typed is lost).
+    page.reload()
+    expect(page.locator("#message")).to_have_value("Why does my heart race before exams?", timeout=15_000)
+    assert not any("heart race" in t for t in message_texts(page))
 
 
 def test_a_learner_waiting_for_a_model_slot_sees_their_place_in_line(

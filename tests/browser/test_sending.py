@@ -266,3 +266,37 @@ def test_the_app_starts_cleanly_on_loopback_with_a_favicon_and_stops_quietly(app
     app.stop()  # SIGTERM, as a service manager stops it (the next test starts it again)
     tail = app.log_path.read_text(errors="replace")[size:]
     assert "panic" not in tail.lower() and "Traceback" not in tail, tail
+
+
+def test_a_draft_survives_a_reload_and_is_gone_once_sent(page: Page, app: RunningApp):
+    open_module(page, app.url)
+    box = page.locator("#message")
+    box.fill("Half a thought about my racing heart")
+    page.reload()
+    expect(box).to_have_value("Half a thought about my racing heart", timeout=15_000)
+    box.press("Enter")
+    expect(page.locator(".msg-learner").last).to_contain_text("Half a thought about my racing heart")
+    expect(page.locator(".msg-sending")).to_have_count(0)
+    page.reload()
+    expect(page.locator(".msg-learner").last).to_contain_text("Half a thought about my racing heart", timeout=15_000)
+    page.wait_for_timeout(1500)  # the page restores drafts within a second
+    expect(box).to_have_value("")
+    assert learner_rows(app, page, "Half a thought about my racing heart") == 1
+
+
+def test_a_send_cut_off_by_a_reload_goes_once_after_it(page: Page, app: RunningApp):
+    gate = SocketGate(page)
+    open_module(page, app.url)
+    text = "Does a reload lose what I just sent?"
+    gate.held = True  # the server never hears this send
+    page.locator("#message").fill(text)
+    page.locator("#message").press("Enter")
+    expect(page.locator(".msg-sending")).to_contain_text(text)
+    assert gate.buffer, "the send was held back"
+    gate.buffer.clear()
+    gate.held = False
+    page.reload()  # the held send dies with the old page
+    expect(page.locator(".msg-learner:not(.msg-sending)").last).to_contain_text(text, timeout=20_000)
+    expect(page.locator(".msg-sending")).to_have_count(0, timeout=10_000)
+    wait_idle(page)
+    assert learner_rows(app, page, text) == 1 and replies_to(app, page, text) == 1

@@ -53,7 +53,7 @@ PLACES_MAX = 100_000  # anonymous learners whose address is kept (the oldest go 
 
 @dataclass(frozen=True)
 class UsageSettings:
-    turns_per_minute: int = 12  # 0: no limit
+    turns_per_minute: int = 30  # 0: no limit (README, "Limits": why 30)
     daily_tokens: int = 200_000  # 0: no limit
     conversations_per_day: int = 20  # 0: no limit
     # Anonymous mode: how many learners' allowance one address has (a new browser key from
