@@ -69,6 +69,9 @@ class FakeLLMServer:
         # safety screen's calls beside a scripted lesson.
         self.intercept: Callable[[RecordedRequest], Scripted | None] | None = None
         self.intercepted: list[RecordedRequest] = []
+        # llama.cpp's GET /props answer (its chat template, context window); None: 404, as
+        # servers without that endpoint answer.
+        self.props: dict[str, Any] | None = None
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -139,6 +142,12 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, *args) -> None:  # keep test output quiet
             pass
+
+        def do_GET(self) -> None:
+            if self.path == "/props" and server.props is not None:
+                self._send_json(200, server.props, {})
+            else:
+                self._send_json(404, {"error": {"message": f"Not found: {self.path}", "type": "not_found"}}, {})
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)

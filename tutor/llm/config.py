@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 # EnvReader and ConfigError live in tutor.settings (the database and usage limits read
 # their numbers with them too); they stay importable from here.
+from tutor.llm.markers import FAMILIES
 from tutor.settings import ConfigError, EnvReader
 
 PROVIDERS = ("builtin", "openai", "anthropic")
@@ -46,6 +47,9 @@ class LLMSettings:
     price_input_per_mtok: float | None = None  # currency units per million input tokens
     price_output_per_mtok: float | None = None
     reask_output_chars: int = 1500  # how much of a failed reply the re-ask quotes back
+    # The model's chat-template family (tutor.llm.markers.FAMILIES): its end-of-turn markers
+    # are sent as stop sequences (prompt, json_object). None: as the server's /props says.
+    chat_template: str | None = None
     anthropic_version: str = "2023-06-01"
 
     @classmethod
@@ -65,6 +69,12 @@ class LLMSettings:
                 "prompt, json_object or json_schema"
             )
         max_temp = 1.0 if provider == "anthropic" else 2.0
+        chat_template = (get.text("TUTOR_LLM_CHAT_TEMPLATE") or "").lower() or None
+        if chat_template is not None and chat_template not in FAMILIES:
+            raise ConfigError(
+                f"TUTOR_LLM_CHAT_TEMPLATE={chat_template!r} is not a template family: set TUTOR_LLM_CHAT_TEMPLATE "
+                f"to one of {', '.join(FAMILIES)} (or leave it unset: llama.cpp's server says which it uses)"
+            )
         common = dict(
             strategy=strategy,
             temperature=get.number("TUTOR_LLM_TEMPERATURE", 0.7, low=0.0, high=max_temp),
@@ -82,6 +92,7 @@ class LLMSettings:
             context_window=get.integer("TUTOR_LLM_CONTEXT", None, low=MIN_CONTEXT),
             price_input_per_mtok=get.number("TUTOR_PRICE_INPUT_PER_MTOK", None, low=0.0),
             price_output_per_mtok=get.number("TUTOR_PRICE_OUTPUT_PER_MTOK", None, low=0.0),
+            chat_template=chat_template,
         )
         _check_context(common["context_window"], common["max_tokens"])
         if provider == "builtin":

@@ -9,7 +9,9 @@ Other servers (OpenAI, vLLM, Ollama) have no such endpoint and the window stays 
 
 The same answer says how many requests the server runs at once (`total_slots`: llama-server's
 `--parallel`), which sizes the cap on model calls in flight (tutor.llm.gate), and that the
-server is llama.cpp, which takes `cache_prompt` in a request (tutor.llm.openai).
+server is llama.cpp, which takes `cache_prompt` in a request (tutor.llm.openai), and which
+chat template it applies (`chat_template`, `eos_token`): its end-of-turn markers become the
+stop sequences of the prompt and json_object strategies (`template_markers`, tutor.llm.markers).
 
 Nothing here raises: a server that cannot answer just leaves the window unknown. Answers
 are cached per server, so a conversation asks at most once (and calls that ask at the same
@@ -29,6 +31,7 @@ import httpx
 from tutor.llm.base import ChatMessage
 from tutor.llm.budget import MESSAGE_OVERHEAD_TOKENS
 from tutor.llm.config import LLMSettings
+from tutor.llm.markers import stop_sequences
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,7 @@ RETRY_UNKNOWN_AFTER_S = 60.0
 _NO_PROPS_HOSTS = {"api.openai.com", "api.anthropic.com", "api.groq.com", "openrouter.ai", "api.mistral.ai"}
 
 _windows: dict[str, tuple[int | None, float]] = {}  # server root -> (window, valid until)
+_markers: dict[str, tuple[str, ...]] = {}  # server root -> the markers its chat template spells out
 _slots: dict[str, int] = {}  # server root -> requests it runs at once (/props total_slots)
 _llama: set[str] = set()  # server roots whose /props answered as llama.cpp's does
 _asking: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}  # one question at a time
@@ -68,6 +72,20 @@ async def server_slots(settings: LLMSettings, client: httpx.AsyncClient | None =
     if root is None:
         return None, True
     return _slots.get(root), root in _slots or _windows[root][1] == float("inf")
+
+
+def template_markers(settings: LLMSettings) -> tuple[str, ...] | None:
+    """The end-of-turn markers of the chat template the server applies, as its /props said
+    (`chat_template`, `eos_token`; see tutor.llm.markers), without asking: the turn policy
+    (`context_window`) and the model gate (`server_slots`) ask before their calls. () where
+    the server does not say, None while it has not been asked (or could not be)."""
+    if not may_have_props(settings):
+        return ()
+    root = server_root(settings.base_url)  # type: ignore[arg-type]
+    if root in _markers:
+        return _markers[root]
+    cached = _windows.get(root)
+    return () if cached is not None and cached[1] == float("inf") else None
 
 
 def may_have_props(settings: LLMSettings) -> bool:
@@ -118,6 +136,7 @@ def learn(settings: LLMSettings, window: int | None) -> None:
 def forget() -> None:
     """Drop every cached answer (a restarted server may have a new -c)."""
     _windows.clear()
+    _markers.clear()
     _slots.clear()
     _llama.clear()
 
@@ -164,6 +183,9 @@ async def _ask_props(
         return None, False
     if not isinstance(data, dict):
         return None, True
+    template, eos = data.get("chat_template"), data.get("eos_token")
+    _markers[root] = stop_sequences(template if isinstance(template, str) else None,
+                                    eos if isinstance(eos, str) else None)
     slots = data.get("total_slots")
     if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0:
         _slots[root] = slots

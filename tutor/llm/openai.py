@@ -1,9 +1,17 @@
-"""OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp server, vLLM, ...)."""
+"""OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp server, vLLM, ...).
+
+With the prompt and json_object strategies the model writes free text, and a small one may
+spell out its chat template's end-of-turn marker and go on with the next turn. Those markers
+(tutor.llm.markers: TUTOR_LLM_CHAT_TEMPLATE, else the template llama.cpp's /props reveals)
+are sent as `stop`, and a reply is cut at the first one the server wrote anyway (a streamed
+one stops being read there): the finish reason is then `stop`.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -12,10 +20,13 @@ import httpx
 from tutor.llm._http import WHOLE_BODY_EVENT, HTTPProvider, loads_event
 from tutor.llm.base import Completion, CompletionRequest, Contract
 from tutor.llm.config import LLMSettings
+from tutor.llm.context import template_markers
 from tutor.llm.errors import BadResponse, ConnectionFailed, ServerError, error_detail
+from tutor.llm.markers import FAMILIES, cut_at_marker
 from tutor.llm.schema import SCHEMA_NAME, response_schema
 
 PATH = "/chat/completions"
+STOP_STRATEGIES = ("prompt", "json_object")  # free text: a grammar (json_schema) cannot write markers outside strings
 
 
 def response_format(strategy: str, max_tokens: int = 2048, *, strict_openai: bool = True) -> dict[str, Any] | None:
@@ -50,6 +61,23 @@ class OpenAIProvider(HTTPProvider):
         host = urlsplit(settings.base_url or "").hostname or ""
         self._openai_itself = host == "api.openai.com"
         self._max_tokens_key = "max_completion_tokens" if self._openai_itself else "max_tokens"
+        # The chat template's markers (see the module docstring); None until the server said.
+        self._markers: tuple[str, ...] | None = FAMILIES[settings.chat_template] if settings.chat_template else None
+
+    def _stops(self, request: CompletionRequest) -> tuple[str, ...]:
+        """The stop sequences for this request (the template's markers, once known)."""
+        if request.strategy not in STOP_STRATEGIES:
+            return ()
+        if self._markers is None:
+            self._markers = template_markers(self.settings)
+        return self._markers or ()
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        markers = self._stops(request)
+        if self.settings.stream:
+            return await self.stream(request).collect()  # cut as it is read (_StreamState)
+        data = await self._http.post_json(self.path, self.build_body(request))
+        return _cut(self._completion_from_body(data), markers)
 
     def build_body(self, request: CompletionRequest, *, stream: bool = False) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -64,6 +92,8 @@ class OpenAIProvider(HTTPProvider):
             fmt = response_format(request.strategy, request.max_tokens, strict_openai=self._openai_itself)
         if fmt is not None:
             body["response_format"] = fmt
+        if stops := self._stops(request):
+            body["stop"] = list(stops)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -73,10 +103,11 @@ class OpenAIProvider(HTTPProvider):
         return _StreamState(model=self.model)
 
     async def _deltas(self, request: CompletionRequest, state: _StreamState) -> AsyncIterator[str]:
+        state.markers = self._stops(request)
         async with self._events(request) as events:
             async for event in events:
                 if event.event == WHOLE_BODY_EVENT:
-                    state.whole = self._completion_from_body(loads_event(event))
+                    state.whole = _cut(self._completion_from_body(loads_event(event)), state.markers)
                     yield state.whole.text
                     return
                 if event.data.strip() == "[DONE]":
@@ -86,6 +117,8 @@ class OpenAIProvider(HTTPProvider):
                 if "error" in chunk:
                     raise ServerError(f"error in stream: {error_detail(event.data)}")
                 yield state.add(chunk)
+                if state.marker_seen:
+                    break  # the model has ended its turn: what follows is not the reply
             if not state.done and state.finish_reason is None:
                 # A close-delimited stream cut short looks like a normal end to HTTP.
                 raise ConnectionFailed("the stream ended before [DONE] or a finish_reason")
@@ -106,6 +139,11 @@ class OpenAIProvider(HTTPProvider):
             refusal=message.get("refusal") or None,
             extra={"id": data.get("id")} if data.get("id") else {},
         )
+
+
+def _cut(completion: Completion, markers: tuple[str, ...]) -> Completion:
+    text = cut_at_marker(completion.text, markers)
+    return completion if text == completion.text else replace(completion, text=text, finish_reason="stop")
 
 
 def _content_text(content: Any) -> str:
@@ -129,6 +167,9 @@ class _StreamState:
         self.tokens_out = 0
         self.whole: Completion | None = None
         self.done = False
+        self.markers: tuple[str, ...] = ()  # cut the text at the first of these (tutor.llm.markers)
+        self.marker_seen = False
+        self._tail = ""  # the text's last characters, for a marker split across deltas
 
     def add(self, chunk: dict[str, Any]) -> str:
         if chunk.get("model"):
@@ -143,6 +184,8 @@ class _StreamState:
                 continue
             delta = choice.get("delta") or {}
             piece = _content_text(delta.get("content"))
+            if piece and self.markers and not self.marker_seen:
+                piece = self._before_marker(piece)
             if piece:
                 self.text.append(piece)
                 delta_text += piece
@@ -151,6 +194,20 @@ class _StreamState:
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
         return delta_text
+
+    def _before_marker(self, piece: str) -> str:
+        """`piece`, or its part before a marker that it ends (the marker then ends the reply)."""
+        seen = self._tail + piece
+        if not any(m in seen for m in self.markers):
+            self._tail = seen[-max(map(len, self.markers)):]
+            return piece
+        self.marker_seen, self.finish_reason = True, "stop"
+        text = "".join(self.text)
+        kept = cut_at_marker(text + piece, self.markers)
+        if len(kept) < len(text):  # the marker began in earlier deltas: take their part back
+            self.text = [kept]
+            return ""
+        return kept[len(text):]
 
     def build(self) -> Completion:
         if self.whole is not None:
