@@ -278,3 +278,25 @@ def test_per_conversation_locks_do_not_pile_up(engine: Engine) -> None:
     run(go())
     gc.collect()
     assert len(engine._locks) == 0
+
+
+def test_the_where_line_follows_the_lesson_and_the_counts_agree(engine, store):
+    from tutor.render.progress_display import progress_item
+
+    view = run(engine.open("ann", MODULE))
+    assert view.progress.module_state["current_section"] == "What anxiety is"
+    module = engine.library.get(MODULE)
+    section_of = {t.id: s.title for s in module.sections for t in s.topics}
+    result = run(engine.send(view.id, LearnerInput(text="How does slow breathing calm my body down?")))
+    taught = [t for t in result.progress.covered if section_of[t] != "What anxiety is"]
+    assert taught, "the question was answered from a later section"
+    # The header says where the lesson went, not where the first unseen topic is...
+    assert result.progress.module_state["current_section"] == section_of[taught[-1]]
+    # ...and so does the page after a reload.
+    again = run(engine.open("ann", MODULE))
+    assert again.progress.module_state["current_section"] == section_of[taught[-1]]
+    # "to go" counts the same thing as "N of 25 topics".
+    item = progress_item(again.progress)
+    covered = len(again.progress.covered)
+    assert item.count_text == f"{covered} of 25 topics"
+    assert item.remaining_text == f"{25 - covered} topics to go"

@@ -341,11 +341,11 @@ def test_a_form_error_names_the_field_in_vietnamese(engine):
 def test_the_progress_header_counts_in_the_modules_language(engine):
     view = run(engine.open("lan", VI_MODULE))
     item = progress_item(view.progress, "vi")
-    assert item.count_text == "1 trên 10 chủ đề" and item.remaining_text == "còn 10 chủ đề"
+    assert item.count_text == "1 trên 10 chủ đề" and item.remaining_text == "còn 9 chủ đề"
     assert item.now_text == "Đang học: Hiểu về giấc ngủ, Giấc ngủ vận hành thế nào"
     assert item.summary == "Đã học 5% học phần: 1 trên 10 chủ đề, nắm vững 0 trên 2"
     english = progress_item(view.progress)
-    assert english.count_text == "1 of 10 topics" and english.remaining_text == "10 to go"
+    assert english.count_text == "1 of 10 topics" and english.remaining_text == "9 topics to go"
 
 
 def test_the_turn_after_a_failing_model_is_in_vietnamese(store):

@@ -259,3 +259,13 @@ def test_state_round_trips_through_storage():
     assert ProgressState.from_dict(state.to_dict()) == state
     assert ProgressState.from_dict(None) == ProgressState()
     assert ProgressState.from_dict({"covered": ["a", "a", "b"]}) == _state("a", "b")
+
+
+def test_module_state_is_where_the_lesson_is_when_it_is_told():
+    # The learner asked about coping before finishing the basics: the lesson is there now.
+    basics_started = _state("what_is_anxiety")
+    coping = next(t.id for s in MINI.sections if s.title == "Coping" for t in s.topics)
+    assert module_state(MINI, basics_started, at=coping) == ModuleState(
+        current_phase="Practice", current_section="Coping", sections_completed=0, total_sections=3
+    )
+    assert module_state(MINI, basics_started, at="not_a_topic").current_section == "The basics"

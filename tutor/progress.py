@@ -88,6 +88,7 @@ class ProgressUpdate:
     milestone: str | None = None  # the highest threshold crossed by this turn, if any
     ignored_claims: tuple[str, ...] = ()  # the model's labels that did not count
     newly_mastered: tuple[str, ...] = ()
+    at: str | None = None  # the topic the turn's reply taught last (where the lesson is now)
 
 
 @dataclass(frozen=True)
@@ -374,12 +375,18 @@ def server_progress(module: Module, update: ProgressUpdate) -> Progress:
     )
 
 
-def module_state(module: Module, state: ProgressState) -> ModuleState:
-    """Where the learner is: the section of the first topic not seen (once all are seen,
-    of the first not done; the last section once the module is complete)."""
+def module_state(module: Module, state: ProgressState, at: str | None = None) -> ModuleState:
+    """Where the learner is: the section of the topic the lesson is on (`at`, the topic the
+    latest reply taught, so the "where" line follows the lesson when the learner asks
+    about another part); without it, the section of the first topic not seen (once all are
+    seen, of the first not done; the last section once the module is complete)."""
     seen, mastered = set(state.covered), set(state.mastered)
     shape = _shape(module)
     sections = shape.sections
+    if at is not None:
+        here = next((s for s, ids, _, _ in sections if at in ids), None)
+        if here is not None:
+            return _where(shape, here, sections, seen, mastered)
     # A section's topics are all done when those with checks are mastered and the others seen.
     current = next(
         (s for s, ids, _, _ in sections if not seen.issuperset(ids)),
@@ -387,6 +394,10 @@ def module_state(module: Module, state: ProgressState) -> ModuleState:
               if not (mastered.issuperset(checked) and seen.issuperset(unchecked))),
              sections[-1][0] if sections else None),
     )
+    return _where(shape, current, sections, seen, mastered)
+
+
+def _where(shape: _Shape, current: Any, sections: tuple, seen: set[str], mastered: set[str]) -> ModuleState:
     done = sum(1 for s, ids, checked, unchecked in sections
                if ids and mastered.issuperset(checked) and seen.issuperset(unchecked))
     phase = shape.phase_of.get(current.id) if current else None

@@ -10,7 +10,10 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browser.conftest import RunningApp, ScriptedModel
 from tests.browser.helpers import MODULE, block, message_texts, open_module, reply, send
 
-LONG = "Anxiety is the body's alarm system: it prepares you to act. "
+LONG = ("Anxiety is the body's alarm system: it prepares you to act. The heart beats faster to send blood "
+        "to the muscles, breathing quickens to bring in oxygen, and attention narrows onto the threat. "
+        "These changes are uncomfortable but not dangerous, and they pass once the alarm settles. "
+        "Noticing them with curiosity, rather than fighting them, helps the wave crest and fall. ")
 
 
 def test_a_learner_sending_too_fast_sees_a_calm_message_and_keeps_their_text(
@@ -37,7 +40,7 @@ def test_a_learner_waiting_for_a_model_slot_sees_their_place_in_line(
     limits_app: RunningApp, limited_model: ScriptedModel, page: Page, browser: Browser
 ) -> None:
     open_module(page, limits_app.url)
-    limited_model.stream(json.dumps(reply(block("paragraph", LONG * 6))), pieces=40, chunk_delay_s=0.25)  # ~10 s
+    limited_model.stream(json.dumps(reply(block("paragraph", LONG))), pieces=40, chunk_delay_s=0.25)  # ~10 s
     page.locator("#message").fill("Tell me everything about anxiety")
     page.locator("#message").press("Enter")
     expect(page.locator("#streaming-reply .growing")).to_contain_text("Anxiety is the body", timeout=10_000)

@@ -98,7 +98,11 @@ def progress_item(progress: ProgressView, language: str | None = None) -> Progre
     words = dict(
         count_text=t.plural("{covered} of {n} topic", "{covered} of {n} topics", total, covered=covered),
         mastered_text=t("{mastered} of {checked} mastered", mastered=mastered, checked=checked),
-        remaining_text=t("{n} to go", n=max(progress.remaining, 0)),
+        # "to go" counts what "{covered} of {n} topics" counts: topics not seen yet; once every
+        # topic is seen, the checks still to answer well ("3 of 10 mastered" beside it).
+        remaining_text=(t.plural("{n} topic to go", "{n} topics to go", total - covered) if covered < total else
+                        t.plural("{n} check to go", "{n} checks to go", checked - mastered) if mastered < checked
+                        else ""),
         sections_text=t("sections done: {done} of {total}", done=done_sections, total=sections),
         now_text=(t("Now: {phase}, {section}", phase=phase, section=section) if phase else
                   t("Now: {section}", section=section)),

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -326,7 +326,7 @@ def finish(module: Module, plan: TurnPlan, parsed: ParsedReply) -> Finished:
         _add_check(shown, plan)
     reply = progress_mod.shown_topics(module, plan.interim, claimed, text, cited, preferred=plan.detected)
     update = progress_mod.reconcile(module, plan.state, set(plan.seen) | set(reply.topics), plan.mastered)
-    update = replace(update, ignored_claims=reply.ignored)
+    update = replace(update, ignored_claims=reply.ignored, at=reply.topics[-1] if reply.topics else None)
     return Finished(with_server_meta(shown, module, update), update, flags)
 
 
@@ -371,18 +371,28 @@ def with_server_meta(response: TutorResponse | None, module: Module, update: Pro
         return None
     shown = response.model_copy(update={"meta": response.meta.model_copy()})  # only meta changes
     shown.meta.progress = progress_mod.server_progress(module, update)
-    shown.meta.module_state = progress_mod.module_state(module, update.state)
+    shown.meta.module_state = progress_mod.module_state(module, update.state, update.at)
     return shown
 
 
-def progress_view(module: Module, state: ProgressState, milestone: str | None) -> ProgressView:
+def lesson_at(module: Module, latest_reply: Mapping[str, Any] | None) -> str | None:
+    """Where the latest reply left the lesson, read back from what it showed (its server
+    meta names the section): a topic of that section, for progress_view's `at`."""
+    where = ((latest_reply or {}).get("meta") or {}).get("module_state") or {}
+    title = where.get("current_section")
+    section = next((s for s in module.sections if s.title == title), None) if title else None
+    return section.topics[0].id if section is not None and section.topics else None
+
+
+def progress_view(module: Module, state: ProgressState, milestone: str | None,
+                  at: str | None = None) -> ProgressView:
     return ProgressView(
         percentage=progress_mod.percentage(module, state),
         covered=progress_mod.covered_ids(module, state),
         total=len(module.topic_ids),
         milestone=milestone,
         milestones=list(state.milestones),
-        module_state=progress_mod.module_state(module, state).model_dump(exclude_none=True),
+        module_state=progress_mod.module_state(module, state, at).model_dump(exclude_none=True),
         mastered=progress_mod.mastered_ids(module, state),
         checked=progress_mod.checked_count(module),
         done=progress_mod.done_count(module, state),

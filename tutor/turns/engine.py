@@ -364,7 +364,7 @@ class Engine:
         return TurnResult(
             learner=pending.learner if pending else None,
             reply=reply,
-            progress=_progress_view(module, update.state, update.milestone),
+            progress=_progress_view(module, update.state, update.milestone, update.at),
             attempts=[*plan.attempts, *result.attempts],
             operator_message=result.operator_message,
         )
@@ -433,7 +433,8 @@ class Engine:
             module_id=conv.module_id,
             learner_key=learner_key,
             messages=messages,
-            progress=_progress_view(module, state, None),
+            progress=_progress_view(module, state, None, teaching.lesson_at(
+                module, next((m.response for m in reversed(messages) if m.role == "tutor"), None))),
             awaiting_reply=not messages or unanswered is not None,
         )
 
