@@ -43,7 +43,7 @@ __all__ = ["REVIEW_FLAGS", "RAW_CAP", "Attempt", "ReviewItem", "attempt_of", "ma
            "review_list", "learner_label"]
 
 # A tutor turn carrying one of these goes to the review list.
-REVIEW_FLAGS = ("needs_review", "truncated", "stopped", "judge_failed")
+REVIEW_FLAGS = ("needs_review", "truncated", "stopped", "judge_failed", "judge_score_recomputed")
 # Characters of a raw reply shown; the rest is counted, not shown. A page of 20 items stays
 # well under the event socket's 1 MB message limit.
 RAW_CAP = 8_000

@@ -25,7 +25,8 @@ A good next step: think about Y." (at mastery: "You could also mention Y.").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tutor.content.material import Check
@@ -44,7 +45,8 @@ from tutor.text import words
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module
 
-__all__ = ["COPY_CAP", "LIST_CAP", "MISCONCEPTION_CAP", "judge_builtin", "topic_material"]
+__all__ = ["COPY_CAP", "LIST_CAP", "MISCONCEPTION_CAP", "Ruled", "apply_rules", "feedback_words", "judge_builtin",
+           "topic_material"]
 
 MISCONCEPTION_CAP = 3
 LIST_CAP = 4
@@ -86,11 +88,38 @@ def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), la
     parts = Clauses.read(check, text)
     anchored = bool(anchors_of(check))
     ratios = {c.name: parts.ratio(c, anchored) for c in check.rubric.criteria}
-    swap = parts.swapped(check)
-    wrong = [m.feedback.strip() for m in check.misconceptions if _states(found, m.phrases)]
     total_weight = sum(c.weight for c in check.rubric.criteria)
     raw = 10 * sum(c.weight * ratios[c.name] for c in check.rubric.criteria) / total_weight
-    score = int(raw + 0.5)
+    rules = apply_rules(check, text, int(raw + 0.5), material=material, t=t, found=found, parts=parts)
+    feedback = feedback_words(check, ratios, rules, cut, t)
+    return JudgeResult(
+        score=rules.score, feedback=feedback, criteria_scores={k: round(10 * v, 1) for k, v in ratios.items()}
+    )
+
+
+@dataclass(frozen=True)
+class Ruled:
+    """A score after the rules that keep it honest, and what the learner is told about them."""
+
+    score: int
+    wrong: list[str]  # corrections: a misconception stated, two ideas the wrong way round
+    notes: list[str]  # why a cap applied (asked the judge for a score, a list of terms, copied text)
+    named: frozenset[str] = frozenset()  # criteria a correction already names
+
+    @property
+    def found(self) -> bool:
+        return bool(self.wrong or self.notes)
+
+
+def apply_rules(check: Check, text: str, score: int, *, material: Iterable[str] = (), t: Translator,
+                found: AnswerText | None = None, parts: Clauses | None = None) -> Ruled:
+    """The rules of step 3 (module docstring) on `score`, whoever gave it: this judge, or a
+    model judge's criteria (tutor.teach.judge_verdict). `text`: the answer as read (at most
+    MAX_ANSWER_CHARS)."""
+    found = found if found is not None else AnswerText(text)
+    parts = parts if parts is not None else Clauses.read(check, text)
+    swap = parts.swapped(check)
+    wrong = [m.feedback.strip() for m in check.misconceptions if _states(found, m.phrases)]
     notes: list[str] = []
     if swap is not None:
         wrong.append(t("Careful: it sounds like two ideas are the wrong way round. Think again about {first}, "
@@ -112,10 +141,7 @@ def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), la
         notes.append(t("This looks copied from the lesson text. Try putting it in your own words; "
                        "that's what makes it stick."))
     named = frozenset({swap[0].name, swap[1].name}) if swap is not None else frozenset()
-    feedback = _feedback(check, ratios, score, wrong, notes, cut, t, named)
-    return JudgeResult(
-        score=score, feedback=feedback, criteria_scores={k: round(10 * v, 1) for k, v in ratios.items()}
-    )
+    return Ruled(score, wrong, notes, named)
 
 
 def topic_material(module: Module, topic_id: str) -> list[str]:
@@ -164,11 +190,13 @@ def _shingles(ws: Sequence[str]) -> set[tuple[str, ...]]:
     return {tuple(ws[i:i + _SHINGLE]) for i in range(len(ws) - _SHINGLE + 1)}
 
 
-def _feedback(check: Check, ratios: dict[str, float], score: int, wrong: list[str],
-              notes: list[str], cut: bool, t: Translator, named: frozenset[str] = frozenset()) -> str:
-    """What was there, what is missing, once each: a criterion is named at most once (the
-    one to work on next is named only as the next step), and an answer at mastery gets no
-    "to complete it" — at most what it could also mention."""
+def feedback_words(check: Check, ratios: Mapping[str, float], ruled: Ruled, cut: bool, t: Translator) -> str:
+    """The server's feedback for criteria met to `ratios` (0-1 each) and a score after the
+    rules (`ruled`): what was there, what is missing, once each — a criterion is named at
+    most once (the one to work on next is named only as the next step), and an answer at
+    mastery gets no "to complete it", at most what it could also mention. Also said for a
+    model judge's criteria when its own words cannot be shown (tutor.teach.judge_verdict)."""
+    score, wrong, notes, named = ruled.score, ruled.wrong, ruled.notes, ruled.named
     # The most important first; criteria a correction already names (`named`) are not named again.
     criteria = sorted((c for c in check.rubric.criteria if c.name not in named), key=lambda c: -c.weight)
     full = [c for c in criteria if ratios[c.name] >= 1.0]

@@ -203,9 +203,10 @@ async def _judge(
         result, source = judge_builtin(check, answer, material=topic_material(module, topic.id),
                                        language=module.language), "builtin"
     else:
-        call = await judge_with_model(provider, settings, module, check, answer)
+        call = await judge_with_model(provider, settings, module, check, answer, topic_material(module, topic.id))
         result, source = call.result, "model"
         plan.attempts += call.attempts
+        plan.flags += call.flags  # what the server changed of the model's judgement (tutor.teach.judge_verdict)
         if result is None:
             log.warning("conversation %s: judge failed for check %s: %s", pending.conversation_id, check.id,
                         call.problem)
