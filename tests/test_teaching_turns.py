@@ -246,7 +246,8 @@ def test_passages_travel_in_the_prompt_and_only_verbatim_quotes_are_shown(store)
         result = run(eng.send(conv.id, LearnerInput(text="Why does my heart race?")))
         system = server.requests[-1].json["messages"][0]["content"]
     assert '[Source: "How the body\'s alarm system works" (id: how_anxiety_works), Section: "' in system
-    assert system.index("## This turn") < system.index("## Response contract")
+    # after the stable part (rules, module, instructions, contract) that a prompt cache keeps
+    assert system.index("## Response contract") < system.index("## This turn") < system.index("## Your reply")
     assert "unverified_quote" in result.reply.flags
     [shown] = content(result)["citations"]
     assert shown["quote"] == quote and shown["location"] == f"How the body's alarm system works › {section.title}"

@@ -25,7 +25,7 @@ from tutor.progress import (
     topic_phrases,
 )
 from tutor.text import words
-from tutor.turns.prompts import PromptError, module_context, system_prompt
+from tutor.turns.prompts import PromptError, learner_place, module_context, stable_prompt, system_prompt
 
 LIBRARY = load_library()
 ANXIETY = LIBRARY.get("understanding_anxiety")
@@ -100,31 +100,38 @@ def test_retrieval_scores_are_bm25s_scores_bit_for_bit():
 # --- the system prompt's module part ----------------------------------------------------------
 
 
-def _plain_module_context(module, state):
-    """module_context as written before its module part was cached."""
-    from tutor.progress import coverage_count, mastered_ids, module_state
-
-    covered, mastered = set(state.covered), set(mastered_ids(module, state))
-    checked = sum(1 for t in module.topics if t.checks)
-    mastery = (f" {len(mastered)} of {checked} topics with checks mastered (the app asks and judges checks; "
-               "never claim mastery or give scores yourself)." if checked else "")
-    where = module_state(module, state)
-    milestones, celebrated = ", ".join(f"{m}%" for m in module.milestones), ", ".join(state.milestones) or "none yet"
+def _plain_module_context(module):
+    """module_context written out plainly, as if nothing were cached."""
     lines = [
         f"## Module: {module.title} (id: {module.id})", module.description.strip(),
         f"Teach in the module's language ({module.language}) unless the learner writes in another one.",
-        f"Progress: {coverage_count(module, state)} of {len(module.topic_ids)} topics covered.{mastery} Milestones: "
-        f"{milestones} (already celebrated: {celebrated}).",
-        f"Current place: {where.current_phase} / {where.current_section}.", "",
-        "Topics in teaching order ([x] covered, [ ] remaining). In meta.progress use these ids exactly:",
+        f"Milestones: {', '.join(f'{m}%' for m in module.milestones)} of the topics covered "
+        "(celebrate each once, when the app's progress reaches it).", "",
+        "Topics in teaching order. In meta.progress use these ids exactly:",
     ]
     for phase in module.phases:
         lines.append(f"Phase: {phase.title}")
         for section in phase.sections:
             lines.append(f"  Section: {section.title}")
-            for topic in section.topics:
-                note = " (mastered)" if topic.id in mastered else ""
-                lines.append(f"  - [{'x' if topic.id in covered else ' '}] {topic.id}: {topic.title}{note}")
+            lines += [f"  - {topic.id}: {topic.title}" for topic in section.topics]
+    return "\n".join(lines)
+
+
+def _plain_learner_place(module, state):
+    """learner_place written out plainly."""
+    from tutor.progress import coverage_count, mastered_ids, module_state
+
+    checked = sum(1 for t in module.topics if t.checks)
+    mastered = mastered_ids(module, state)
+    where = module_state(module, state)
+    lines = ["## Where the learner is (counted by the app)",
+             f"Progress: {coverage_count(module, state)} of {len(module.topic_ids)} topics covered.",
+             f"Covered: {', '.join(t for t in module.topic_ids if t in state.covered) or 'none yet'}."]
+    if checked:
+        lines.append(f"Mastered: {len(mastered)} of {checked} topics with checks ({', '.join(mastered) or 'none yet'}); "
+                     "the app asks and judges checks: never claim mastery or give scores yourself.")
+    lines += [f"Milestones already celebrated: {', '.join(state.milestones) or 'none yet'}.",
+              f"Current place: {where.current_phase} / {where.current_section}."]
     return "\n".join(lines)
 
 
@@ -134,13 +141,15 @@ def _random_state(module, rnd):
                          tuple(rnd.sample(ids, rnd.randint(0, len(ids)))))
 
 
-def test_module_context_is_the_plain_text_for_any_state_and_after_copies():
+def test_the_prompt_parts_are_the_plain_text_for_any_state_and_after_copies():
     rnd = random.Random(3)
     fewer = ANXIETY.model_copy(update={"phases": ANXIETY.phases[:1], "title": "Shorter"})
     for module in (ANXIETY, fewer, ANXIETY, fewer.model_copy(update={"milestones": [50]})):
         for _ in range(50):
             state = _random_state(module, rnd)
-            assert module_context(module, state) == _plain_module_context(module, state)
+            assert module_context(module) == _plain_module_context(module)
+            assert learner_place(module, state) == _plain_learner_place(module, state)
+            assert system_prompt(module, state).startswith(stable_prompt(module))
 
 
 def test_system_prompt_follows_a_module_changed_in_place():
@@ -151,7 +160,8 @@ def test_system_prompt_follows_a_module_changed_in_place():
     module.phases = module.phases[:1]
     prompt = system_prompt(module, state)
     assert "Be brief, the learner." in prompt and "## Module: Renamed" in prompt
-    assert module_context(module, state) == _plain_module_context(module, state)
+    assert module_context(module) == _plain_module_context(module)
+    assert system_prompt(module, state).startswith(stable_prompt(module)) and "Be brief" in stable_prompt(module)
 
 
 def test_instructions_rendered_with_defaults_equal_those_passed_explicitly(caplog):

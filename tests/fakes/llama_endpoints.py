@@ -1,5 +1,7 @@
 """llama-server's own endpoints on 127.0.0.1: `/props`, `/tokenize` and `/apply-template`
-answered as llama.cpp answers them, scriptable (the context window, the server's slots)."""
+answered as llama.cpp answers them, scriptable (the context window, the server's slots), and
+`/v1/chat/completions` answering every call with `chat_reply` (its usage and llama.cpp's
+`timings`, `cache_n` the prompt tokens it read from its cache)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ class LlamaEndpoints:
         self.status = status
         self.delay_s = delay_s
         self.apply_template = True
+        self.chat_reply = '{"content": {"text_blocks": [{"type": "paragraph", "content": "Hello."}]}, ' \
+                          '"meta": {"response_type": "conversational"}}'
+        self.cache_n = 0
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -68,6 +73,14 @@ class LlamaEndpoints:
                 elif self.path == "/apply-template" and self.command == "POST" and server.apply_template:
                     prompt = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in body["messages"])
                     status, answer = 200, {"prompt": prompt}
+                elif self.path == "/v1/chat/completions" and self.command == "POST":
+                    status, answer = 200, {
+                        "id": "chatcmpl-llama", "object": "chat.completion", "model": body["model"],
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": server.chat_reply}}],
+                        "usage": {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920},
+                        "timings": {"cache_n": server.cache_n, "prompt_n": 900 - server.cache_n},
+                    }
                 else:
                     status, answer = 404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}
                 data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()

@@ -130,7 +130,7 @@ def test_material_the_reply_may_quote_is_not_the_prompt():
     assert sent.learner == LEARNER and passage not in sent.prompt and "Response contract" in sent.prompt
     assert check(reply(passage), sent).usable
     assert check(reply(module.description), sent).usable
-    copied = "Reply with exactly ONE JSON object that follows the response contract at the end of this message."
+    copied = "Reply with exactly ONE JSON object that follows the response contract in this message."
     assert check(reply(copied), sent).flags == ["echoed_prompt"]
 
 

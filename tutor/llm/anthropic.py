@@ -40,6 +40,24 @@ def tool_spec(strategy: str, contract: Contract | None = None) -> dict[str, Any]
     return {"name": SCHEMA_NAME, "description": TOOL_DESCRIPTION, "input_schema": schema}
 
 
+def system_blocks(messages: list[ChatMessage]) -> list[dict[str, Any]] | None:
+    """The system text as blocks, with a prompt-cache breakpoint (`cache_control`) after
+    the part that is the same on every turn (`ChatMessage.cached_prefix`: rules, module,
+    instructions, contract), so later turns read it from Anthropic's cache; None when no
+    system message has such a part."""
+    system = [m for m in messages if m.role == "system"]
+    if not any(m.cached_prefix for m in system):
+        return None
+    blocks: list[dict[str, Any]] = []
+    for m in system:
+        stable, rest = m.content[: m.cached_prefix], m.content[m.cached_prefix :].lstrip("\n")
+        if stable:
+            blocks.append({"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}})
+        if rest:
+            blocks.append({"type": "text", "text": rest})
+    return blocks
+
+
 def to_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]]]:
     """System text (top-level `system`) and alternating user/assistant turns."""
     system = "\n\n".join(m.content for m in messages if m.role == "system")
@@ -75,7 +93,7 @@ class AnthropicProvider(HTTPProvider):
             "messages": turns,
         }
         if system:
-            body["system"] = system
+            body["system"] = system_blocks(request.messages) or system
         tool = tool_spec(request.strategy, request.contract)
         if tool is not None:
             body["tools"] = [tool]
@@ -124,6 +142,7 @@ class AnthropicProvider(HTTPProvider):
             tokens_in=_input_tokens(usage),
             tokens_out=int(usage.get("output_tokens") or 0),
             model=str(data.get("model") or self.model),
+            tokens_cached=_cached_tokens(usage),
             refusal=(prose or "refused") if stop_reason == "refusal" else None,
             extra={"stop_reason": stop_reason},
         )
@@ -133,6 +152,11 @@ def _finish_reason(stop_reason: str | None) -> str | None:
     if stop_reason is None:
         return None
     return STOP_REASONS.get(stop_reason, stop_reason)
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int | None:
+    value = usage.get("cache_read_input_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _input_tokens(usage: dict[str, Any]) -> int:
@@ -152,6 +176,7 @@ class _StreamState:
         self.stop_reason: str | None = None
         self.tokens_in = 0
         self.tokens_out = 0
+        self.tokens_cached: int | None = None
         self.stopped = False
         self.whole: Completion | None = None
 
@@ -162,6 +187,7 @@ class _StreamState:
             usage = message.get("usage") or {}
             self.tokens_in = _input_tokens(usage)
             self.tokens_out = int(usage.get("output_tokens") or 0)
+            self.tokens_cached = _cached_tokens(usage)
         elif kind == "content_block_start":
             block = data.get("content_block") or {}
             self.blocks[int(data.get("index", len(self.blocks)))] = {
@@ -200,5 +226,6 @@ class _StreamState:
             tokens_out=self.tokens_out,
             model=self.model,
             refusal=(prose or "refused") if self.stop_reason == "refusal" else None,
+            tokens_cached=self.tokens_cached,
             extra={"stop_reason": self.stop_reason, "streamed": True},
         )

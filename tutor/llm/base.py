@@ -17,6 +17,10 @@ Strategy = Literal["prompt", "json_object", "json_schema"]
 class ChatMessage:
     role: Role
     content: str
+    # How many leading characters are the same on every turn (a system message's rules,
+    # module and contract): providers with explicit prompt caching mark them (Anthropic's
+    # cache_control). Not part of equality: it says how to send the text, not what it is.
+    cached_prefix: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class Completion:
     model: str = ""
     refusal: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    tokens_cached: int | None = None  # of tokens_in, read from the server's prompt cache (None: not said)
 
 
 class Provider(Protocol):

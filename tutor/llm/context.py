@@ -95,9 +95,9 @@ def may_have_props(settings: LLMSettings) -> bool:
             and urlsplit(settings.base_url or "").hostname not in _NO_PROPS_HOSTS)
 
 
-def speaks_llama(settings: LLMSettings) -> bool:
+def speaks_llama(base_url: str | None) -> bool:
     """Whether the server already answered /props as llama.cpp does (no question asked here)."""
-    return bool(settings.base_url) and server_root(settings.base_url) in _llama
+    return bool(base_url) and server_root(base_url) in _llama  # type: ignore[arg-type]
 
 
 async def _asked(settings: LLMSettings, client: httpx.AsyncClient | None) -> str | None:

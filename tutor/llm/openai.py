@@ -20,7 +20,7 @@ import httpx
 from tutor.llm._http import WHOLE_BODY_EVENT, HTTPProvider, loads_event
 from tutor.llm.base import Completion, CompletionRequest, Contract
 from tutor.llm.config import LLMSettings
-from tutor.llm.context import template_markers
+from tutor.llm.context import speaks_llama, template_markers
 from tutor.llm.errors import BadResponse, ConnectionFailed, ServerError, error_detail
 from tutor.llm.markers import FAMILIES, cut_at_marker
 from tutor.llm.schema import SCHEMA_NAME, response_schema
@@ -92,6 +92,8 @@ class OpenAIProvider(HTTPProvider):
             fmt = response_format(request.strategy, request.max_tokens, strict_openai=self._openai_itself)
         if fmt is not None:
             body["response_format"] = fmt
+        if speaks_llama(self.settings.base_url):  # llama.cpp keeps the prompt's KV cache for the next call;
+            body["cache_prompt"] = True  # OpenAI's API refuses fields it does not know
         if stops := self._stops(request):
             body["stop"] = list(stops)
         if stream:
@@ -136,6 +138,7 @@ class OpenAIProvider(HTTPProvider):
             tokens_in=int(usage.get("prompt_tokens") or 0),
             tokens_out=int(usage.get("completion_tokens") or 0),
             model=str(data.get("model") or self.model),
+            tokens_cached=cached_tokens(data),
             refusal=message.get("refusal") or None,
             extra={"id": data.get("id")} if data.get("id") else {},
         )
@@ -144,6 +147,20 @@ class OpenAIProvider(HTTPProvider):
 def _cut(completion: Completion, markers: tuple[str, ...]) -> Completion:
     text = cut_at_marker(completion.text, markers)
     return completion if text == completion.text else replace(completion, text=text, finish_reason="stop")
+
+
+def cached_tokens(data: dict[str, Any]) -> int | None:
+    """Prompt tokens the server read from its prompt cache, where it says: OpenAI's
+    `usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n` (its own
+    `/completion` endpoint: `tokens_cached`)."""
+    usage = data.get("usage")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    timings = data.get("timings")
+    for value in (details.get("cached_tokens") if isinstance(details, dict) else None,
+                  timings.get("cache_n") if isinstance(timings, dict) else None, data.get("tokens_cached")):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
 
 
 def _content_text(content: Any) -> str:
@@ -165,6 +182,7 @@ class _StreamState:
         self.finish_reason: str | None = None
         self.tokens_in = 0
         self.tokens_out = 0
+        self.tokens_cached: int | None = None
         self.whole: Completion | None = None
         self.done = False
         self.markers: tuple[str, ...] = ()  # cut the text at the first of these (tutor.llm.markers)
@@ -174,6 +192,9 @@ class _StreamState:
     def add(self, chunk: dict[str, Any]) -> str:
         if chunk.get("model"):
             self.model = str(chunk["model"])
+        cached = cached_tokens(chunk)  # in the usage chunk (OpenAI) or the last one (llama.cpp's timings)
+        if cached is not None:
+            self.tokens_cached = cached
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.tokens_in = int(usage.get("prompt_tokens") or 0)
@@ -219,5 +240,6 @@ class _StreamState:
             tokens_out=self.tokens_out,
             model=self.model,
             refusal="".join(self.refusal) or None,
+            tokens_cached=self.tokens_cached,
             extra={"streamed": True},
         )

@@ -99,6 +99,7 @@ class AttemptRecord:
     strict_json: bool | None = None  # the raw text was one JSON object as sent (seed 001)
     error: str | None = None  # short, for the audit log; never the learner's text
     hint: str | None = None  # what an operator should do about it (LLMError.operator_hint, scrubbed)
+    tokens_cached: int | None = None  # of tokens_in, read from the server's prompt cache (None: not said)
 
     def to_json_dict(self) -> dict:
         # What dataclasses.asdict gives (the field order, a copy of the list), built directly:
@@ -109,6 +110,7 @@ class AttemptRecord:
             "outcome": self.outcome, "flags": list(self.flags), "error_class": self.error_class, "kind": self.kind,
             "temperature": self.temperature, "finish_reason": self.finish_reason, "http_status": self.http_status,
             "strict_json": self.strict_json, "error": self.error, "hint": self.hint,
+            "tokens_cached": self.tokens_cached,
         }
 
 
@@ -272,7 +274,7 @@ class _Turn:
         self._record(
             request, kind, latency,
             model=completion.model or self.provider.model,
-            tokens_in=tokens_in, tokens_out=tokens_out,
+            tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=completion.tokens_cached,
             outcome=outcome, flags=flags, error_class=error_class, error=error, hint=hint,
             finish_reason=completion.finish_reason, strict_json=_strict_json(completion.text),
         )

@@ -1,17 +1,25 @@
 """Prompt assembly: one system message, the learner's words only ever as user content.
 
-The system message has four parts, in this order (seeds 000, 002 and 004):
+The system message has two parts. The first is the same on every turn of a module, so a
+server's prompt cache keeps it (llama.cpp's slot cache, OpenAI's automatic prefix caching,
+Anthropic's `cache_control` breakpoint; the message carries its length as `cached_prefix`):
 
 1. ``GLOBAL_RULES``: output rule and interaction model (forms are optional, free text is
    always allowed, never block progress behind a form);
-2. the module context: topic ids and titles, which are seen and mastered, the current section;
+2. the module: title, language, milestones, topic ids and titles in teaching order;
 3. the author's instructions, with ``{{variables}}`` rendered;
-3b. this turn's teaching notes (tutor.teach.teaching), when there are any: the judge's result for
-   the learner's answer, the check the app asks after the reply, and the module's passages
-   that match the learner's words, each under seed 001's source header;
-4. ``CONTRACT_BLOCK``: the system-fixed description of RESPONSE_SCHEMA, appended LAST so no
-   author text can edit or remove it. It spells the fields out because some servers
-   constrain decoding with a schema without ever showing that schema to the model.
+4. ``CONTRACT_BLOCK``: the system-fixed description of RESPONSE_SCHEMA, appended after
+   everything an author writes, so no author text can edit or remove it. It spells the
+   fields out because some servers constrain decoding with a schema without ever showing
+   that schema to the model.
+
+The second changes from turn to turn, so it comes after (seeds 000, 002 and 004):
+
+5. where the learner is: topics covered and mastered, milestones celebrated, current place;
+6. this turn's teaching notes (tutor.teach.teaching), when there are any: the judge's result
+   for the learner's answer, the check the app asks after the reply, and the module's
+   passages that match the learner's words, each under seed 001's source header;
+7. ``CLOSING``: a fixed line that ends every system message, pointing back at the contract.
 
 Token counts are estimated as ``ceil(chars / 4)``: a rough average for English text with
 common tokenizers, good enough to keep a threaded history inside a budget without pulling in
@@ -44,13 +52,17 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "CLOSING",
     "CONTRACT_BLOCK",
     "GLOBAL_RULES",
     "OPENING_TURN",
     "PromptError",
     "build_messages",
     "estimate_tokens",
+    "learner_place",
+    "module_context",
     "render_template",
+    "stable_prompt",
     "system_prompt",
     "teaching_notes",
     "unresolved_variables",
@@ -74,7 +86,7 @@ GLOBAL_RULES = """\
 You are a tutor inside a learning app. The app renders each of your replies as a rich lesson message.
 
 ## Output rule
-Reply with exactly ONE JSON object that follows the response contract at the end of this message. No text before or after it, no code fences, no explanations outside the JSON.
+Reply with exactly ONE JSON object that follows the response contract in this message. No text before or after it, no code fences, no explanations outside the JSON.
 
 ## Interaction model
 - The learner may always type free text. Forms are optional guidance, never gates.
@@ -86,7 +98,7 @@ Reply with exactly ONE JSON object that follows the response contract at the end
 - Tone: empathetic, calm, non-judgmental; simple, clear language."""
 
 CONTRACT_BLOCK = f"""\
-## Response contract (fixed by the app; it overrides anything above)
+## Response contract (fixed by the app; it overrides anything else in this message)
 Return ONLY one JSON object with two keys, "content" and "meta", with no code fences and no text around it. Every text is your own words for this learner: real sentences, never a placeholder, never these instructions or the learner's message copied back.
 content (required):
 - text_blocks (required): array of {{"type", "content", "level"?}}; type: {_or(BLOCK_TYPES)}; content is markdown; level 1-6 for headings only.
@@ -100,6 +112,11 @@ meta (required):
 - module_state (optional): {{"current_phase"?, "current_section"?, "sections_completed"?, "total_sections"?}}.
 - emotion (optional): {_or(EMOTIONS)}.
 An example of the shape only (your texts teach this module's topic, in its language): {{"content": {{"text_blocks": [{{"type": "paragraph", "content": "Good question! Let's look at that together, one step at a time."}}], "next_step": {{"prompt": "Shall we go on?", "suggestions": ["Yes, go on", "Give me an example"]}}}}, "meta": {{"response_type": "educational", "emotion": "encouraging"}}}}"""
+
+
+# The last words of every system message, after what changes from turn to turn.
+CLOSING = ("## Your reply\nOne JSON object, exactly as the response contract above says; nothing after it in "
+           "this message changes it.")
 
 
 def render_template(text: str, variables: Mapping[str, object], strict: bool = True) -> str:
@@ -126,30 +143,30 @@ def estimate_tokens(text: str) -> int:
 
 class _ModuleText:
     """The parts of the system prompt that depend on the module alone, written once per
-    module (they cost ~30 us a turn): the header lines and, per topic, its listing line for
-    each of covered / mastered."""
+    module (they cost ~30 us a turn): the module's description and topic listing, and the
+    whole stable first part of the system message (rendered with the module's defaults)."""
 
-    __slots__ = ("head", "milestones", "checked", "listing", "instructions")
+    __slots__ = ("context", "checked", "instructions", "stable")
 
     def __init__(self, module: Module) -> None:
-        self.head = [
+        lines = [
             f"## Module: {module.title} (id: {module.id})",
             module.description.strip(),
             f"Teach in the module's language ({module.language}) unless the learner writes in another one.",
+            f"Milestones: {', '.join(f'{m}%' for m in module.milestones)} of the topics covered "
+            "(celebrate each once, when the app's progress reaches it).",
+            "",
+            "Topics in teaching order. In meta.progress use these ids exactly:",
         ]
-        self.milestones = ", ".join(f"{m}%" for m in module.milestones)
-        self.checked = sum(1 for t in module.topics if t.checks)
-        # (topic id, its line as [ ] / [x] / [ ] mastered / [x] mastered), or (None, (line,))
-        listing: list[tuple[str | None, tuple[str, ...]]] = []
         for phase in module.phases:
-            listing.append((None, (f"Phase: {phase.title}",)))
+            lines.append(f"Phase: {phase.title}")
             for section in phase.sections:
-                listing.append((None, (f"  Section: {section.title}",)))
-                for topic in section.topics:
-                    listing.append((topic.id, tuple(f"  - [{mark}] {topic.id}: {topic.title}{note}"
-                                                    for note in ("", " (mastered)") for mark in (" ", "x"))))
-        self.listing = listing
+                lines.append(f"  Section: {section.title}")
+                lines += [f"  - {topic.id}: {topic.title}" for topic in section.topics]
+        self.context = "\n".join(lines)
+        self.checked = sum(1 for t in module.topics if t.checks)
         self.instructions: str | None = None  # rendered with the defaults, strict: filled on first use
+        self.stable: str | None = None  # the system message's first part, likewise
 
 
 def _module_text(module: Module) -> _ModuleText:
@@ -157,29 +174,27 @@ def _module_text(module: Module) -> _ModuleText:
                    module.language, module.milestones, module.topics, module.instructions, module.variables)
 
 
-def module_context(module: Module, state: ProgressState) -> str:
-    """What the model must know about the module and the learner's place in it."""
-    text = _module_text(module)
-    covered, mastered = set(state.covered), set(mastered_ids(module, state))
-    done, total = coverage_count(module, state), len(module.topic_ids)
-    checked = text.checked
-    mastery = (f" {len(mastered)} of {checked} topics with checks mastered (the app asks and judges checks; "
-               "never claim mastery or give scores yourself)." if checked else "")
+def module_context(module: Module) -> str:
+    """What the model must know about the module; the same on every turn."""
+    return _module_text(module).context
+
+
+def learner_place(module: Module, state: ProgressState) -> str:
+    """Where the learner is in the module (the server's count); changes from turn to turn."""
+    checked = _module_text(module).checked
+    covered = [t for t in module.topic_ids if t in set(state.covered)]
+    mastered = mastered_ids(module, state)
     where = module_state(module, state)
-    celebrated = ", ".join(state.milestones) or "none yet"
     lines = [
-        *text.head,
-        f"Progress: {done} of {total} topics covered.{mastery} Milestones: {text.milestones} "
-        f"(already celebrated: {celebrated}).",
-        f"Current place: {where.current_phase} / {where.current_section}.",
-        "",
-        "Topics in teaching order ([x] covered, [ ] remaining). In meta.progress use these ids exactly:",
+        "## Where the learner is (counted by the app)",
+        f"Progress: {coverage_count(module, state)} of {len(module.topic_ids)} topics covered.",
+        f"Covered: {', '.join(covered) or 'none yet'}.",
     ]
-    for topic_id, variants in text.listing:
-        if topic_id is None:
-            lines.append(variants[0])
-        else:
-            lines.append(variants[(topic_id in covered) + 2 * (topic_id in mastered)])
+    if checked:
+        lines.append(f"Mastered: {len(mastered)} of {checked} topics with checks ({', '.join(mastered) or 'none yet'}); "
+                     "the app asks and judges checks: never claim mastery or give scores yourself.")
+    lines += [f"Milestones already celebrated: {', '.join(state.milestones) or 'none yet'}.",
+              f"Current place: {where.current_phase} / {where.current_section}."]
     return "\n".join(lines)
 
 
@@ -197,6 +212,42 @@ def _instructions(module: Module, variables: Mapping[str, object] | None, strict
     return rendered
 
 
+def stable_prompt(module: Module, *, variables: Mapping[str, object] | None = None, strict: bool = True) -> str:
+    """The system message's first part: rules, module, the author's instructions and the
+    contract, the same on every turn of the module (with the same variables)."""
+    text = _module_text(module) if strict and not variables else None
+    if text is not None and text.stable is not None:
+        return text.stable
+    parts = [GLOBAL_RULES, module_context(module)]
+    instructions = _instructions(module, variables, strict)
+    if instructions:
+        parts.append("## Author instructions\n" + instructions)
+    parts.append(CONTRACT_BLOCK)  # after everything an author writes: nothing can move or replace it
+    stable = "\n\n".join(parts)
+    if text is not None:
+        text.stable = stable
+    return stable
+
+
+def system_message(
+    module: Module,
+    state: ProgressState,
+    *,
+    variables: Mapping[str, object] | None = None,
+    strict: bool = True,
+    teaching: TeachingContext | None = None,
+) -> ChatMessage:
+    """The system message: the stable part (its length is the message's `cached_prefix`),
+    then where the learner is and this turn's notes, then the fixed closing line."""
+    stable = stable_prompt(module, variables=variables, strict=strict)
+    parts = [stable, learner_place(module, state)]
+    notes = teaching_notes(teaching) if teaching is not None else ""
+    if notes:
+        parts.append(notes)
+    parts.append(CLOSING)
+    return ChatMessage("system", "\n\n".join(parts), cached_prefix=len(stable))
+
+
 def system_prompt(
     module: Module,
     state: ProgressState,
@@ -205,15 +256,7 @@ def system_prompt(
     strict: bool = True,
     teaching: TeachingContext | None = None,
 ) -> str:
-    parts = [GLOBAL_RULES, module_context(module, state)]
-    instructions = _instructions(module, variables, strict)
-    if instructions:
-        parts.append("## Author instructions\n" + instructions)
-    notes = teaching_notes(teaching) if teaching is not None else ""
-    if notes:
-        parts.append(notes)
-    parts.append(CONTRACT_BLOCK)  # always last: nothing above can move or replace it
-    return "\n\n".join(parts)
+    return system_message(module, state, variables=variables, strict=strict, teaching=teaching).content
 
 
 def build_messages(
@@ -228,8 +271,7 @@ def build_messages(
     teaching: TeachingContext | None = None,
 ) -> list[ChatMessage]:
     """system + (threaded: trimmed history) + the learner's turn as a user message."""
-    system = system_prompt(module, state, variables=variables, strict=strict, teaching=teaching)
-    messages = [ChatMessage("system", system)]
+    messages = [system_message(module, state, variables=variables, strict=strict, teaching=teaching)]
     if module.mode == "threaded":
         messages.extend(_trim_history(history, history_token_budget))
     messages.append(ChatMessage("user", OPENING_TURN if learner_text is None else learner_text))
