@@ -108,9 +108,12 @@ def backend_health(store: Store, *, now: datetime | None = None) -> Health:
                 .order_by(col(AuditEvent.id).desc()).limit(LATENCY_SAMPLE)
             ).all()
             counts = Counter((outcome, scrub(error or "")) for outcome, error, _ in rows)
-            latencies = [float(lat) for outcome, _, lat in rows if lat is not None and outcome != "skipped"]
+            # The built-in tutor standing in for a failed turn (outcome "fallback") is counted
+            # on its own row, never as a model call or in the models' latency.
+            latencies = [float(lat) for outcome, _, lat in rows
+                         if lat is not None and outcome not in ("skipped", "fallback")]
             windows.append(HealthWindow(
-                label=label, calls=len(rows),
+                label=label, calls=sum(1 for outcome, _, _ in rows if outcome != "fallback"),
                 counts=[CallCount(o, e, n) for (o, e), n in counts.most_common()],
                 latency_p50_ms=percentile(latencies, 50), latency_p95_ms=percentile(latencies, 95),
             ))
