@@ -5,10 +5,12 @@ scripts/install-llama.sh; see tests/real/llama.py), then plays a small eval suit
 (tests/real/suite_small.yaml by default) through the real engine for each strategy, with
 streaming off and on, and prints one row per strategy and mode:
 
-    strategy | stream | valid | repaired | invalid | p50 per turn | p95 | x base | tokens out p50 | flags seen
+    strategy | stream | valid | repaired | invalid | usable | p50 per turn | p95 | x base | tokens out p50 | flags seen
 
 valid / repaired / invalid count the replies the learner was shown (after any re-ask);
-invalid ones failed closed. Tokens out are per turn, re-asks included. The machines are
+invalid ones failed closed. usable counts the turns that showed the model's lesson with
+text worth showing, by the content gate (tutor.llm.usable: no placeholders such as "...",
+no echo of the learner or the prompt, no template markers, no loops), as "x/n (share)". Tokens out are per turn, re-asks included. The machines are
 shared and noisy, so the run first measures a baseline in the same run: the time the server
 takes to write `--max-tokens` tokens unconstrained. "x base" is p50 per turn divided by it
 (2.0 means a turn costs two full-length generations: a reply that ran to the limit, then a
@@ -44,6 +46,10 @@ class BenchRow:
         return sum(1 for r in self.records if r.outcome == outcome)
 
     @property
+    def usable(self) -> int:
+        return sum(1 for r in self.records if r.usable)
+
+    @property
     def latencies_s(self) -> list[float]:
         return [r.latency_ms / 1000 for r in self.records if r.error is None]
 
@@ -73,7 +79,7 @@ def baseline_seconds(llama: LlamaServer, tokens: int) -> float:
 
 
 def format_rows(rows: list[BenchRow], base_s: float) -> str:
-    header = ("| strategy | stream | valid | repaired | invalid | p50 per turn | p95 | x base "
+    header = ("| strategy | stream | valid | repaired | invalid | usable | p50 per turn | p95 | x base "
               "| tokens out p50 | flags seen |")
     lines = [header, "|" + "---|" * header.count(" | ") + "---|"]
     for row in rows:
@@ -82,7 +88,8 @@ def format_rows(rows: list[BenchRow], base_s: float) -> str:
         flags = ", ".join(f"{name} {n}" for name, n in sorted(row.flags().items(), key=lambda kv: (-kv[1], kv[0])))
         lines.append(
             f"| {row.strategy} | {'on' if row.stream else 'off'} | {row.count('valid')} | {row.count('repaired')} "
-            f"| {row.count('invalid')} | {p50:.1f} s | {percentile(lat, 95):.1f} s | {p50 / base_s:.2f} "
+            f"| {row.count('invalid')} | {row.usable}/{len(row.records)} ({row.usable / max(1, len(row.records)):.0%}) "
+            f"| {p50:.1f} s | {percentile(lat, 95):.1f} s | {p50 / base_s:.2f} "
             f"| {percentile(toks, 50):.0f} | {flags or '-'} |"
         )
     return "\n".join(lines)

@@ -131,11 +131,33 @@ def test_eval_against_anthropic_streaming(anthropic_server, library):
     assert all(r.json["tool_choice"]["name"] == "tutor_response" for r in anthropic_server.requests)
 
 
+def test_usable_counts_lessons_with_real_text_not_schema_valid_placeholders(openai_server, library):
+    """A strategy whose replies are schema-valid "..." scores 0 usable (and its turns fail
+    closed); real text scores every turn usable."""
+    placeholder = json.dumps({"content": {"text_blocks": [{"type": "paragraph", "content": "..."}],
+                                          "next_step": {"prompt": "Is this the right question?",
+                                                        "suggestions": ["..."]}},
+                              "meta": {"response_type": "educational"}})
+    json_schema = '"json_schema"'
+    openai_server.default = lambda request: wire.openai_reply(
+        placeholder if json_schema in json.dumps(request.json.get("response_format")) else wire.tutor_json())
+    suite = Suite.from_dict({"module": "understanding_anxiety",
+                             "conversations": [{"name": "short", "turns": ["What is anxiety, in a few words?"]}]})
+    records = play(settings_for(openai_server), library, ["json_object", "json_schema"], suite=suite)
+    rows = {row.strategy: row for row in summarize(records)}
+    assert rows["json_object"].usable == 100.0 and rows["json_schema"].usable == 0.0
+    assert rows["json_schema"].schema_compliance == 100.0  # valid against the schema, and still no lesson
+    placeholder_turns = [r for r in records if r.strategy == "json_schema"]
+    assert all(r.fallback and not r.usable for r in placeholder_turns)
+    assert all("placeholder_text" in r.flags for r in placeholder_turns)
+    assert "| Usable lesson shown | 100.0% | 0.0% |" in format_table(list(rows.values()))
+
+
 def test_builtin_tutor_plays_the_whole_suite_with_real_forms(library):
     records = play(LLMSettings(), library, ["prompt"])
     (row,) = summarize(records, LLMSettings())
     assert row.turns + row.safety == Suite.load(SUITE).turn_count and row.safety >= 1
-    assert row.fallback == 0.0 and row.schema_compliance == 100.0
+    assert row.fallback == 0.0 and row.schema_compliance == 100.0 and row.usable == 100.0
     assert sum(1 for r in records if r.kind == "form") >= 3
     assert row.cost_total is None and "Cost" not in format_table([row])
 

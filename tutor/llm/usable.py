@@ -46,8 +46,9 @@ JUNK_FLAGS = ("placeholder_text", "empty_text", "echoed_learner", "echoed_prompt
 # runs make at least half of the text, or one run of LONG_ECHO_RUN words anywhere in it.
 ECHO_RUN = 8
 LONG_ECHO_RUN = 16
-# The learner's message handed back: it has at least LEARNER_MIN_WORDS words and runs of
-# LEARNER_RUN of them make most of the text.
+# The learner's message handed back: it has at least LEARNER_MIN_WORDS words, and runs of
+# LEARNER_RUN of them make most of the text and most of the message (a heading "The 5-4-3-2-1
+# exercise" answering "What's grounding? Something like 5-4-3-2-1?" is no echo).
 LEARNER_MIN_WORDS = 4
 LEARNER_RUN = 4
 ECHO_SHARE = 0.5
@@ -161,6 +162,14 @@ def _copied(text: str, grams: frozenset[tuple[str, ...]], n: int, share: float, 
         return False
     covered, longest = _covered(w, grams, n)
     return covered >= share * len(w) or (long_run is not None and longest >= long_run)
+
+
+def _echoes_learner(text: str, learner: str, grams: frozenset[tuple[str, ...]]) -> bool:
+    w = words(text)
+    if len(w) < LEARNER_RUN:
+        return False
+    covered, _ = _covered(w, grams, LEARNER_RUN)
+    return covered >= LEARNER_SHARE * len(w) and covered >= LEARNER_SHARE * len(words(learner))
 
 
 @functools.lru_cache(maxsize=1)
@@ -300,7 +309,7 @@ def check(response: dict[str, Any], sent: Sent | None = None) -> Verdict:
             flag("placeholder_text", path, f"{clean[:40]!r} is a placeholder, not text for the learner: "
                                            "write the real words")
             continue
-        if _copied(clean, learner_grams, LEARNER_RUN, LEARNER_SHARE, None):
+        if learner_grams and _echoes_learner(clean, sent.learner, learner_grams):
             flag("echoed_learner", path, "this repeats the learner's message; answer it instead")
         elif _copied(clean, app_grams, ECHO_RUN, ECHO_SHARE, LONG_ECHO_RUN):
             flag("echoed_app_text", path, "this copies the app's own apology; write your own reply")

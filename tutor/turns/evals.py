@@ -5,7 +5,10 @@ off-topic and adversarial messages, form answers. Each conversation runs through
 Engine on a throwaway SQLite database, so every turn takes the production path: prompt
 assembly, provider call, repair, re-ask, fail-closed, server-side progress.
 
-Metrics per strategy, one row each (definitions in `StrategyRow`).
+Metrics per strategy, one row each (definitions in `StrategyRow`). Beside the parse outcome
+(valid / repaired / invalid), each turn says whether the learner was shown a usable lesson:
+the model's reply, not a fallback, whose text passes the content gate (tutor.llm.usable), so
+a strategy whose replies are schema-valid placeholders ("...") scores 0 usable.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,8 @@ import yaml
 from tutor.llm.base import LearnerInput, Provider
 from tutor.llm.config import STRATEGIES, LLMSettings
 from tutor.llm.policy import AttemptRecord
+from tutor.llm.usable import Sent, check
+from tutor.turns.prompts import OPENING_TURN
 
 
 class SuiteError(ValueError):
@@ -123,6 +128,8 @@ class TurnRecord:
     latency_ms: float  # wall clock of the whole turn, as the learner waits for it
     tags: tuple[str, ...] = ()
     error: str | None = None  # input refused by the engine (the suite is wrong), or a crash
+    usable: bool = False  # a lesson from the model was shown, and its text passes the content gate
+    junk: list[str] = field(default_factory=list)  # the gate's reasons when the shown reply fails it
 
     @property
     def calls(self) -> list[AttemptRecord]:
@@ -154,6 +161,7 @@ class StrategyRow:
     json_parse: float  # first reply was one strict JSON object, as sent
     schema_compliance: float  # first reply valid against RESPONSE_SCHEMA without any repair
     structured: float  # the learner saw a structured reply (valid or repaired, after any re-ask)
+    usable: float  # ... and it was the model's lesson, with text that passes the content gate
     repaired: float  # the reply shown needed repair
     fallback: float  # failed closed: markdown of the raw text, or an apology
     apology: float  # of which an apology (nothing usable came back)
@@ -208,6 +216,7 @@ def _row(strategy: str, all_records: list[TurnRecord], settings: LLMSettings | N
         json_parse=pct(lambda r: bool(r.first_reply and r.first_reply.strict_json)),
         schema_compliance=pct(lambda r: bool(r.first_reply and r.first_reply.outcome == "valid")),
         structured=pct(lambda r: not r.fallback and r.outcome in ("valid", "repaired")),
+        usable=pct(lambda r: r.usable),
         repaired=pct(lambda r: not r.fallback and r.outcome == "repaired"),
         fallback=pct(lambda r: r.fallback),
         apology=pct(lambda r: "fallback_apology" in r.flags),
@@ -229,6 +238,7 @@ _TABLE = [
     ("JSON parse rate", "json_parse", "{:.1f}%"),
     ("Schema compliance", "schema_compliance", "{:.1f}%"),
     ("Structured reply shown", "structured", "{:.1f}%"),
+    ("Usable lesson shown", "usable", "{:.1f}%"),
     ("Repaired", "repaired", "{:.1f}%"),
     ("Fallback (fail closed)", "fallback", "{:.1f}%"),
     ("  of which apology", "apology", "{:.1f}%"),
@@ -320,10 +330,11 @@ async def _play(engine: Any, suite: Suite, conv: SuiteConversation, strategy: st
     view = await engine.open(learner, suite.module_id, new=True, defer_opening=True)
     started = time.perf_counter()
     opening = await engine.respond_pending(view.id)
-    out.append(_record(strategy, conv, run, 0, "opening", opening, started, ()))
+    out.append(_record(strategy, conv, run, 0, "opening", opening, started, (), OPENING_TURN))
     for index, turn in enumerate(conv.turns, start=1):
         tags = tuple(dict.fromkeys((*conv.tags, *turn.tags)))
         kind = turn.kind
+        said = turn.text or ""
         started = time.perf_counter()
         try:
             try:
@@ -334,11 +345,12 @@ async def _play(engine: Any, suite: Suite, conv: SuiteConversation, strategy: st
                 kind = "form_as_text"  # the tutor did not offer this form here: answer in words
                 started = time.perf_counter()
                 result = await engine.send(view.id, LearnerInput(text=turn.else_text))
+                said = turn.else_text
         except InputError as exc:
             out.append(TurnRecord(strategy, conv.name, run, index, "refused", None, [], [], 0.0, tags,
                                   error=exc.message))
             continue
-        out.append(_record(strategy, conv, run, index, kind, result, started, tags))
+        out.append(_record(strategy, conv, run, index, kind, result, started, tags, said))
     return out
 
 
@@ -349,11 +361,18 @@ def _learner_input(turn: SuiteTurn) -> LearnerInput:
 
 
 def _record(strategy: str, conv: SuiteConversation, run: int, index: int, kind: str, result: Any,
-            started: float, tags: tuple[str, ...]) -> TurnRecord:
+            started: float, tags: tuple[str, ...], said: str) -> TurnRecord:
     latency = (time.perf_counter() - started) * 1000
     reply = result.reply
-    return TurnRecord(strategy, conv.name, run, index, kind, reply.outcome, list(reply.flags),
-                      list(result.attempts), round(latency, 1), tags or conv.tags)
+    record = TurnRecord(strategy, conv.name, run, index, kind, reply.outcome, list(reply.flags),
+                        list(result.attempts), round(latency, 1), tags or conv.tags)
+    if reply.response is not None and not record.fallback and reply.outcome in ("valid", "repaired") \
+            and not any(flag.startswith("risk:") for flag in reply.flags):
+        # The shown reply judged again here, as the learner saw it: the eval does not take
+        # the policy's word for it (the prompt's own words were checked there).
+        verdict = check(reply.response, Sent(learner=said))
+        record.usable, record.junk = verdict.usable, [f for f in verdict.flags if f != "template_token"]
+    return record
 
 
 def report_json(suite: Suite, settings: LLMSettings, rows: list[StrategyRow], records: list[TurnRecord],
