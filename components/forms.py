@@ -153,7 +153,7 @@ def _open_form(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
         rx.el.div(
             rx.el.button(form.submit_label, type="submit", class_name="btn btn-primary", id=form.dom_key + "-submit"),
             rx.cond(
-                form.optional,
+                form.optional & ~form.is_check,
                 rx.el.button(
                     ui("Skip", ctx.words),
                     type="button",
@@ -196,7 +196,7 @@ def form_view(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
             rx.fragment(
                 _open_form(form, ctx),
                 rx.cond(
-                    form.optional,
+                    form.optional & ~form.is_check,
                     rx.el.p(ui("Optional — you can always just type instead.", ctx.words), class_name="form-optional"),
                 ),
             ),

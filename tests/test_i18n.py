@@ -367,7 +367,7 @@ def test_a_check_is_asked_and_judged_in_vietnamese(engine):
     asked = run(engine.send(view.id, LearnerInput(text="Tiếp tục")))
     [form] = asked.reply.response["content"]["forms"]
     assert form["title"] == "Kiểm tra mức độ hiểu bài" and form["submit_label"] == "Kiểm tra câu trả lời"
-    assert form["description"].startswith("Về Vì sao chúng ta cần ngủ. Bạn hãy trả lời bằng lời của mình")
+    assert form["description"].startswith("Về Vì sao chúng ta cần ngủ. Một hai câu bằng lời của bạn là đủ")
     judged = run(engine.send(view.id, LearnerInput(
         text="Trong lúc ngủ cơ thể hồi phục, còn bộ não sắp xếp và ghi nhớ những gì đã học")))
     score = judged.reply.response["content"]["text_blocks"][0]

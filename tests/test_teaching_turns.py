@@ -254,3 +254,33 @@ def test_passages_travel_in_the_prompt_and_only_verbatim_quotes_are_shown(store)
     with store.session() as s:
         raw = s.get(Message, result.reply.id).raw
     assert "weak character" in raw  # the model's claim stays in the raw text
+
+
+def test_a_check_says_how_to_answer_once_and_offers_one_way_past(engine):
+    from tutor.render.display import message_item
+
+    conv = run(engine.open("ed", MODULE))
+    asked = run(engine.send(conv.id, LearnerInput(text="Continue")))
+    [form] = content(asked)["forms"]
+    step = content(asked)["next_step"]
+    words = " ".join([texts(asked), form["description"], step.get("prompt") or ""]).lower()
+    assert words.count("own words") == 1 and words.count("message box") == 1  # the form's description says it
+    assert step["suggestions"].count("Skip this check") == 1
+    assert form["title"] == "Check your understanding"
+    item = message_item(asked.reply).forms[0]
+    assert item.is_check and not item.has_required  # one field: no "* marks a required answer"
+    # A question while the check is open asks it again, but nobody has tried it yet: no "Try again".
+    again = run(engine.send(conv.id, LearnerInput(text="Why does anxiety make my heart race?")))
+    assert form_ids(again) == ["check-anxiety_in_a_nutshell"]
+    assert content(again)["forms"][0]["title"] == "Check your understanding"
+
+
+def test_a_check_a_model_reply_carries_can_be_skipped_from_its_quick_replies(store):
+    with FakeLLMServer("openai") as server:
+        eng = model_engine(store, server)
+        server.script(openai_reply(json.dumps(SHOWS_FIRST_TOPIC)),
+                      openai_reply(json.dumps(tutor_reply("A quick check."))))
+        conv = run(eng.open("fay", MODULE))
+        asked = run(eng.send(conv.id, LearnerInput(text="ok")))
+    assert form_ids(asked) == ["check-anxiety_in_a_nutshell"]
+    assert content(asked)["next_step"]["suggestions"] == ["Skip this check", "Yes, go on"]

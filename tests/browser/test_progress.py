@@ -69,6 +69,10 @@ def test_a_check_is_answered_scored_kindly_and_counted_as_mastered(app: RunningA
     expect(asked).to_contain_text("let's check what stayed with you from What anxiety is")
     form = asked.get_by_role("form", name="Check your understanding")
     expect(form.get_by_role("textbox", name=check.question)).to_be_visible()
+    # One way past it (the quick reply), the instructions once, no "Optional" beside "required".
+    expect(asked.get_by_role("button", name=re.compile(r"^Skip"))).to_have_count(1)
+    expect(asked.get_by_text(re.compile("sentence or two"))).to_have_count(1)
+    expect(asked.locator(".form-optional, .form-note")).to_have_count(0)
 
     _answer_in_the_form(page, "It is a feeling.")
     tip = last_tutor(page).locator(".block-tip").first

@@ -70,6 +70,9 @@ class FormField(_Model):
         return bool(self.required)
 
 
+CHECK_FORM_PREFIX = "check-"  # a check of understanding the server asks: "check-<check id>"
+
+
 class Form(_Model):
     id: str = Field(min_length=1)
     title: str | None = None
@@ -92,6 +95,11 @@ class Form(_Model):
     @property
     def is_optional(self) -> bool:
         return self.optional is not False
+
+    @property
+    def is_check(self) -> bool:
+        """The server's check of understanding (tutor.teach.feedback.check_form)."""
+        return self.id.startswith(CHECK_FORM_PREFIX)
 
 
 class Media(_Model):

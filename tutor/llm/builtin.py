@@ -155,11 +155,9 @@ def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[s
     elif ask.again and ctx.teaching.intent == "retry":
         text = t("Of course. Here is the question about **{topic}** again.", topic=title)
     elif ask.review:
-        text = t("You've seen every topic. To complete the module, let's come back to **{topic}**: "
-                 "answer the question below in your own words.", topic=title)
+        text = t("You've seen every topic. To complete the module, let's come back to **{topic}**.", topic=title)
     else:
-        text = t("Before we move on, let's check what stayed with you from **{topic}**. "
-                 "Answer the question below in your own words; a sentence or two is plenty.", topic=title)
+        text = t("Before we move on, let's check what stayed with you from **{topic}**.", topic=title)
     return [_block("paragraph", text)]
 
 
@@ -172,7 +170,7 @@ def _next_step(ctx: TurnContext, topic: Topic | None, quoted: tuple[str, ...], d
     later = next((t for t in module.topics if t.id not in seen), None)
     if ask is not None:
         suggestions = [t(SKIP_REPLY)] + ([t(SUMMARY_REPLY)] if ask.review else [])
-        return {"prompt": t("Type your answer below or in the message box."), "suggestions": suggestions,
+        return {"prompt": None, "suggestions": suggestions,  # the check's form says how to answer, once
                 "can_skip": True}
     if quoted:
         first = module.topic(quoted[0])

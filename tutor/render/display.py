@@ -88,7 +88,10 @@ class FormItem:
     fields: list[FieldItem]
     submit_label: str
     optional: bool
-    has_required: bool = False
+    has_required: bool = False  # "* marks a required answer": forms of more than one field with one required
+    # A check of understanding: its description says how to answer and the reply's chip
+    # "Skip this check" moves past it, so the page adds no "Optional" note and no Skip button.
+    is_check: bool = False
     # As stored when the message was loaded; a later change comes as a FormState overlay.
     status: str = "open"  # open | submitted | skipped
     answers: list[str] = dataclasses.field(default_factory=list)  # "Label: answer" lines
@@ -299,7 +302,8 @@ def form_item(message_id: int, form: Form, index: int = 0, t: Translator | None 
         fields=fields,
         submit_label=form.submit_label_or_default,
         optional=form.is_optional,
-        has_required=any(f.is_required for f in form.fields),
+        has_required=len(form.fields) > 1 and any(f.is_required for f in form.fields),
+        is_check=form.is_check,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tutor.content.material import Check
 from tutor.contract import Form, FormField, TextBlock
+from tutor.contract.models import CHECK_FORM_PREFIX
 from tutor.i18n import N_, translator
 
 __all__ = [
@@ -21,7 +22,6 @@ __all__ = [
     "feedback_block",
 ]
 
-CHECK_FORM_PREFIX = "check-"
 ANSWER_FIELD = "answer"
 
 FAILED_TEXT = N_("Thank you for your answer. I couldn't score it just now, so it is saved for a person "
@@ -30,13 +30,15 @@ ANOTHER_GO = N_("Have another go whenever you like.")
 
 
 def check_form(check: Check, topic_title: str, *, again: bool = False, language: str | None = None) -> Form:
-    """The check's question as a form, in the module's `language`."""
+    """The check's question as a form, in the module's `language`; `again`: the learner has
+    answered it before (the title says "Try again"). The description is the one place the
+    check says how to answer; the chip "Skip this check" is its one way past."""
     t = translator(language)
     return Form(
         id=CHECK_FORM_PREFIX + check.id,
         title=t("Try again") if again else t("Check your understanding"),
-        description=t("About {topic}. Answer in your own words; a sentence or two is plenty. "
-                      "You can also type your answer in the message box, or skip this.", topic=topic_title),
+        description=t("About {topic}. A sentence or two in your own words is plenty, here or in the message box.",
+                      topic=topic_title),
         fields=[FormField(id=ANSWER_FIELD, type="textarea", label=check.question, required=True,
                           placeholder=t("Your answer, in your own words"))],
         submit_label=t("Check my answer"),

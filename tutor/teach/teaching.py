@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 from tutor import progress as progress_mod
 from tutor.content.material import Check
 from tutor.content.modules import Module, Topic
-from tutor.contract import Citation, Form, ParsedReply, TextBlock, TutorResponse
+from tutor.contract import Citation, Form, NextStep, ParsedReply, TextBlock, TutorResponse
+from tutor.i18n import translator
 from tutor.llm.base import CheckData, JudgedData, PassageData, Provider, TeachingContext
 from tutor.llm.config import LLMSettings
 from tutor.llm.policy import AttemptRecord
@@ -52,7 +53,7 @@ from tutor.teach.feedback import (
     failed_block,
     feedback_block,
 )
-from tutor.teach.intent import classify
+from tutor.teach.intent import SKIP_REPLY, classify
 from tutor.teach.judge_call import judge_with_model
 from tutor.teach.mastery import (
     CheckHistory,
@@ -165,7 +166,9 @@ async def prepare(
     if ask is not None:
         found = module.find_check(ask.check_id)
         assert found is not None
-        plan.ask_form = check_form(found[1], found[0].title, again=ask.again, language=module.language)
+        # "Try again" only once the learner has answered it (asked again after a question is not a retry).
+        tried = any(check_id == ask.check_id for check_id, _ in history.scored)
+        plan.ask_form = check_form(found[1], found[0].title, again=tried, language=module.language)
     plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto)
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
@@ -324,22 +327,27 @@ def finish(module: Module, plan: TurnPlan, parsed: ParsedReply) -> Finished:
         text = "\n".join([*(b.content for b in response.content.text_blocks),
                           *(c.quote for c in shown.content.citations or ())])
         claimed = list(response.meta.progress.covered_topics or []) if response.meta.progress else []
-        _add_check(shown, plan)
+        _add_check(shown, plan, module.language)
     reply = progress_mod.shown_topics(module, plan.interim, claimed, text, cited, preferred=plan.detected)
     update = progress_mod.reconcile(module, plan.state, set(plan.seen) | set(reply.topics), plan.mastered)
     update = replace(update, ignored_claims=reply.ignored, at=reply.topics[-1] if reply.topics else None)
     return Finished(with_server_meta(shown, module, update), update, flags)
 
 
-def _add_check(shown: TutorResponse, plan: TurnPlan) -> None:
-    """The server's parts of a reply: feedback first, the check's form last. Check forms
-    a model wrote itself are dropped: asking and judging checks is the server's."""
+def _add_check(shown: TutorResponse, plan: TurnPlan, language: str | None = None) -> None:
+    """The server's parts of a reply: feedback first, the check's form last, and "Skip this
+    check" among the quick replies (the check's one way past, whoever wrote the reply).
+    Check forms a model wrote itself are dropped: asking and judging checks is the server's."""
     forms = shown.content.forms
     if forms and any(check_id_of(f.id) for f in forms):
         forms = [f for f in forms if check_id_of(f.id) is None]
         shown.content.forms = forms or None
     if plan.ask_form is not None:
         shown.content.forms = [*(forms or []), plan.ask_form]
+        skip = translator(language)(SKIP_REPLY)
+        step = shown.content.next_step or NextStep()
+        if skip not in (step.suggestions or ()):
+            shown.content.next_step = step.model_copy(update={"suggestions": [skip, *(step.suggestions or ())]})
     if plan.feedback is not None:
         shown.content.text_blocks = [plan.feedback, *shown.content.text_blocks]
 
