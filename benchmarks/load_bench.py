@@ -17,6 +17,8 @@ ideal = (turns + 1) x delay. Printed per run:
                        speed); the event loop's own share, and how busy the loop thread was
     DB trips / turn    statements, BEGINs, commits, rollbacks and pool pings
     in flight          the most model calls the server had at once
+    place-in-line      "your place in line" updates per turn the page would get (turns that
+                       wait for a model slot: `--in-flight N` below the learners)
     loop lag p99/max   how late a 50 ms timer fired on the event loop
     model late p99     how far past the delay the server finished (it is not the bottleneck
                        while this stays near 0), and the server's CPU; this process's RSS
@@ -199,6 +201,7 @@ class Run:
     errors: int = 0
     db_calls: dict[str, Any] = field(default_factory=dict)
     loop_cpu_s: float = 0.0
+    queue_news: int = 0  # "your place in line" updates, every turn's
 
     def summary(self) -> dict[str, Any]:
         turns = len(self.overheads) or 1
@@ -217,6 +220,7 @@ class Run:
             "max_in_flight": self.model.get("max_in_flight"), "model_late_p99_ms": round(self.model.get("late_p99_ms", 0), 1),
             "model_cpu_s": round(self.model.get("cpu_s", 0), 2), "rss_mb": self.model.get("rss_mb"),
             "errors": self.errors,
+            "queue_news_per_turn": round(self.queue_news / turns, 2),
             "db_calls": self.db_calls,
         }
 
@@ -231,6 +235,7 @@ def show(s: dict[str, Any]) -> None:
           f"CPU/turn {s['cpu_ms_per_turn']:.1f} ms{vs} (event loop {s['loop_cpu_ms_per_turn']:.1f} ms, busy {100 * s['loop_busy']:.0f}%){trips} | in flight {s['max_in_flight']} | loop lag p99 "
           f"{s['loop_lag_p99_ms']:.0f} ms max {s['loop_lag_max_ms']:.0f} ms | model late p99 "
           f"{s['model_late_p99_ms']:.0f} ms, model CPU {s['model_cpu_s']:.1f} s | RSS {s['rss_mb']:.0f} MB"
+          + (f" | place-in-line updates/turn {s['queue_news_per_turn']:.1f}" if s["queue_news_per_turn"] else "")
           + (f" | ERRORS {s['errors']}" if s["errors"] else ""), flush=True)
 
 
@@ -244,7 +249,23 @@ def show_calls(calls: dict[str, dict[str, float]]) -> None:
 # ------------------------------------------------------------------ the learners
 
 
-class Preview:
+class QueueNews:
+    """A turn's listener that only counts the "your place in line" updates the page would
+    get (each one a frame to the browser)."""
+
+    told = 0  # every turn's, this run
+
+    async def queued(self, position: int) -> None:
+        QueueNews.told += 1
+
+    async def text(self, raw: str) -> None:
+        pass
+
+    async def status(self, status: str) -> None:
+        pass
+
+
+class Preview(QueueNews):
     """The web page's listener, minus Reflex: what it computes for every streamed delta."""
 
     def __init__(self) -> None:
@@ -264,6 +285,7 @@ async def measured(label: str, learners: int, turns: int, delay: float, root: st
     lag: list[float] = []
     sampler = asyncio.create_task(loop_lag(lag))
     overheads: list[float] = []
+    QueueNews.told = 0
     cpu0, loop0, t0 = time.process_time(), time.thread_time(), time.monotonic()
     results = await asyncio.gather(*(learner(i, overheads) for i in range(learners)), return_exceptions=True)
     wall, cpu, loop_cpu = time.monotonic() - t0, time.process_time() - cpu0, time.thread_time() - loop0
@@ -274,7 +296,8 @@ async def measured(label: str, learners: int, turns: int, delay: float, root: st
     stats = await asyncio.to_thread(model_stats, root)
     stats["rss_mb"] = rss_mb()
     return Run(label, wall, (turns + 1) * delay, [o - delay for o in overheads], cpu,
-               trips.take() if trips else {}, stats, lag, len(errors), calls.take() if calls else {}, loop_cpu)
+               trips.take() if trips else {}, stats, lag, len(errors), calls.take() if calls else {}, loop_cpu,
+               QueueNews.told)
 
 
 async def baseline(provider, learners: int, turns: int, delay: float, root: str) -> Run:
@@ -302,7 +325,7 @@ async def engine_run(engine, label: str, learners: int, turns: int, delay: float
     async def learner(i: int, overheads: list[float]) -> None:
         t = time.monotonic()
         view = await engine.open(f"bench-{tag}-{i}", MODULE, defer_opening=True)
-        result = await engine.respond_pending(view.id, Preview() if preview else None)
+        result = await engine.respond_pending(view.id, Preview() if preview else QueueNews())
         assert result is not None and result.reply.outcome == "valid", result
         overheads.append(time.monotonic() - t)
         for turn in range(turns):
@@ -310,7 +333,7 @@ async def engine_run(engine, label: str, learners: int, turns: int, delay: float
             # As the page sends: with the id it made for this send (a resend is stored once).
             await engine.accept(view.id, LearnerInput(text=QUESTIONS[turn % len(QUESTIONS)]),
                                 client_id=f"{tag}-{i}-{turn}")
-            result = await engine.respond_pending(view.id, Preview() if preview else None)
+            result = await engine.respond_pending(view.id, Preview() if preview else QueueNews())
             assert result is not None and result.reply.outcome == "valid", result.reply.flags
             overheads.append(time.monotonic() - t)
 
@@ -361,8 +384,8 @@ async def bench(args: argparse.Namespace, root: str, db_url: str) -> list[dict[s
     calls = DBCalls(store) if args.breakdown else None  # its timers cost CPU of their own
     provider = make_provider(settings)
     # The service's own limits, as tutor.turns.runtime makes them (turns per minute, daily
-    # tokens, the cap on model calls in flight), with the cap at --in-flight.
-    usage = UsageLimits(replace(UsageSettings.from_env(env), model_calls_in_flight=args.in_flight or args.learners))
+    # tokens, the cap on model calls in flight), with the cap at --in-flight when given.
+    usage = UsageLimits(replace(UsageSettings.from_env(env), model_calls_in_flight=args.in_flight))
     library = load_library()
     engine = Engine(store, provider, library, settings, usage=usage)
     await asyncio.to_thread(retrieval.warm, list(library.modules.values()))  # as the app does at start
@@ -436,8 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--breakdown", action="store_true", help="time each kind of database call")
     parser.add_argument("--profile", metavar="FILE", help="yappi CPU profile of the last run (pstats file)")
-    parser.add_argument("--in-flight", type=int, default=0,
-                        help="TUTOR_MODEL_CALLS_IN_FLIGHT for the engine (default: one per learner, no queue)")
+    parser.add_argument("--in-flight", type=int, default=None,
+                        help="TUTOR_MODEL_CALLS_IN_FLIGHT for the engine (default: unset, as the app: sized "
+                             "from the model server's /props total_slots, which the loopback model does not "
+                             "report, so no cap; --in-flight 100 was the app's fixed default before)")
     parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
                         help="event loop (auto: uvloop when installed, as the app's server, granian, chooses)")
     parser.add_argument("--pin", action="store_true",
@@ -446,7 +471,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load = os.getloadavg()
     loop_factory = event_loop(args.loop)
+    in_flight = "the backend's" if args.in_flight is None else args.in_flight
     print(f"{args.learners} learners x ({args.turns} turns + opening), model delay {args.delay:g} s, "
+          f"model calls in flight: {in_flight}, "
           f"stream={'on' if args.stream else 'off'}, database={'PostgreSQL' if args.database_url else 'SQLite'}, "
           f"loop={loop_factory.__module__.split('.')[0]}, "
           f"load average {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} CPUs", flush=True)

@@ -89,6 +89,7 @@ def test_a_llama_cpp_server_is_asked_to_keep_the_prompt_cache_and_says_what_it_r
         result = asyncio.run(run_turn(make_provider(settings), request, settings))
         chats = [body for method, path, _, body in server.requests if path == "/v1/chat/completions"]
     assert chats and all(body["cache_prompt"] is True for body in chats)  # /props answered first
+    assert all("timings_per_token" not in body for body in chats)  # only streams need it in every chunk
     assert [m["content"] for m in chats[0]["messages"]] == ["Be kind.", "hi"]
     assert result.attempts[0].tokens_cached == 812
 

@@ -94,6 +94,8 @@ class OpenAIProvider(HTTPProvider):
             body["response_format"] = fmt
         if speaks_llama(self.settings.base_url):  # llama.cpp keeps the prompt's KV cache for the next call;
             body["cache_prompt"] = True  # OpenAI's API refuses fields it does not know
+            if stream:  # timings (cache_n) in every chunk, not only the last: a stream cut short still says
+                body["timings_per_token"] = True
         if stops := self._stops(request):
             body["stop"] = list(stops)
         if stream:
