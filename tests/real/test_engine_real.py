@@ -5,6 +5,7 @@ behaviour only, never wording."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -14,14 +15,33 @@ from tutor.content.modules import load_library
 from tutor.contract.partial import preview
 from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
+from tutor.llm.usable import Sent, check
 from tutor.render.views import MessageView
 from tutor.storage.store import Store
 from tutor.turns.engine import Engine
+from tutor.turns.prompts import OPENING_TURN
 
 pytestmark = pytest.mark.real_model
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "understanding_anxiety"
+
+
+# Chat-template markers the tiny model may write as text; never shown to the learner.
+MARKER = re.compile(r"<\|[A-Za-z_]+\|>|</?s>|<(?:start|end)_of_turn>|<(?:eos|bos)>")
+
+
+def assert_no_junk_shown(view: MessageView, learner: str) -> None:
+    """A reply shown as a lesson passes the content gate (no placeholder, marker, echo or
+    loop); anything else failed closed and says so. Either way no marker is on screen."""
+    assert not MARKER.search(shown_text(view)), shown_text(view)
+    lesson = view.outcome in ("valid", "repaired") and "needs_review" not in view.flags \
+        and "fallback_apology" not in view.flags
+    if lesson:
+        verdict = check(view.response or {}, Sent(learner=learner))
+        assert verdict.flags == [], (verdict.problems, view.response)
+    else:
+        assert "needs_review" in view.flags or "stopped" in view.flags, view.flags
 
 
 def shown_text(view: MessageView) -> str:
@@ -85,6 +105,7 @@ def test_streamed_conversation_through_the_engine(llama, tmp_path):
         if stored.outcome == "invalid":
             assert "needs_review" in stored.flags  # failed closed, and says so
         assert shown_text(stored).strip(), stored  # the learner always has something to read
+        assert_no_junk_shown(stored, OPENING_TURN if stored is history[0] else history[1].text)
         calls = [a for a in result.attempts if a.outcome != "skipped"]
         assert calls and all(a.strategy == "json_schema" for a in calls)
         assert all(a.tokens_out <= settings.max_tokens or "tokens_estimated" in a.flags for a in calls)
@@ -141,4 +162,6 @@ def test_stop_ends_the_turn_at_once_and_the_learner_carries_on(llama, tmp_path):
     assert [m.role for m in history] == ["tutor", "learner", "tutor"]  # stored, and the learner went on
     assert history[0].id == stopped.reply.id and "stopped" in history[0].flags
     assert history[2].id == after.reply.id and shown_text(history[2]).strip()
+    assert_no_junk_shown(history[0], OPENING_TURN)
+    assert_no_junk_shown(history[2], "Please go on.")
     assert llama.get("/slots")[1][0]["is_processing"] is False  # the server is not still writing

@@ -92,6 +92,27 @@ def test_every_turn_leaves_the_learner_a_reply(report, record_property):
                 assert a["strict_json"] or cut, where(turn)
 
 
+def test_no_junk_is_shown_as_a_lesson(report):
+    """Whatever the tiny model writes, the learner is never shown junk as a lesson: every
+    turn that shows the model's reply as a lesson passes the content gate again on what was
+    stored (no placeholder such as "...", no template marker, no echo of the learner, the
+    instructions or the app's own apology, no loop); a reply that failed it was re-asked and
+    then failed closed (flagged for review). Structure, not the model's wording."""
+    for turn in report["turns"]:
+        fell_back = "needs_review" in turn["flags"] or "fallback_apology" in turn["flags"]
+        risk = any(flag.startswith("risk:") for flag in turn["flags"])
+        if fell_back or risk or turn["outcome"] == "invalid":
+            assert turn["outcome"] in ("invalid", "valid", "repaired") and (fell_back or risk), where(turn)
+            assert not turn["usable"], where(turn)
+            continue
+        assert turn["usable"] and turn["junk"] == [], (where(turn), turn["junk"])
+        first = calls(turn)[0]
+        if first["error_class"] == "UnusableReply":  # junk the first time: re-asked, and the re-ask was usable
+            assert "reasked" in turn["flags"] and len(calls(turn)) == 2, where(turn)
+    for row in report["rows"]:
+        assert 0.0 <= row["usable"] <= row["structured"], row
+
+
 def test_no_turn_runs_to_max_tokens(report):
     """Runaway decoding is stopped early, not paid for. json_schema's grammar is bounded, so
     its worst case fits max_tokens, streamed or not. json_object has no such bound: streamed,

@@ -23,11 +23,11 @@ from typing import Any
 
 import yaml
 
-from tutor.llm.base import LearnerInput, Provider
+from tutor.llm.base import ChatMessage, CompletionRequest, LearnerInput, Provider, TurnContext
 from tutor.llm.config import STRATEGIES, LLMSettings
 from tutor.llm.policy import AttemptRecord
 from tutor.llm.usable import Sent, check
-from tutor.turns.prompts import OPENING_TURN
+from tutor.turns.prompts import OPENING_TURN, system_prompt
 
 
 class SuiteError(ValueError):
@@ -299,7 +299,8 @@ async def run_suite(
         Engine,  # the engine pulls in the database layer; evals only need it here
     )
 
-    library.get(suite.module_id)  # a module that fails its check stops the run before any call
+    module = library.get(suite.module_id)  # a module that fails its check stops the run before any call
+    prompt = _instructions_of(module)
     factory = provider_factory or make_provider
     records: list[TurnRecord] = []
     for strategy in strategies or [settings.strategy]:
@@ -312,7 +313,7 @@ async def run_suite(
             try:
                 for run in range(1, runs + 1):
                     for conv in suite.conversations:
-                        for record in await _play(engine, suite, conv, strategy, run):
+                        for record in await _play(engine, suite, conv, strategy, run, prompt):
                             records.append(record)
                             if on_turn:
                                 on_turn(record)
@@ -322,7 +323,19 @@ async def run_suite(
     return records
 
 
-async def _play(engine: Any, suite: Suite, conv: SuiteConversation, strategy: str, run: int) -> list[TurnRecord]:
+def _instructions_of(module: Any) -> str:
+    """The instructions every turn's prompt carries (rules, module, author, contract), less
+    the module's material a reply may quote: what a shown reply must not copy."""
+    from tutor.progress import ProgressState
+
+    state = ProgressState()
+    context = TurnContext(module=module, progress=state, detected=frozenset(), learner=None, turn_index=0)
+    system = ChatMessage("system", system_prompt(module, state))
+    return Sent.of(CompletionRequest([system], 0.0, 1, context=context)).prompt
+
+
+async def _play(engine: Any, suite: Suite, conv: SuiteConversation, strategy: str, run: int,
+                prompt: str = "") -> list[TurnRecord]:
     from tutor.turns.engine import InputError
 
     out: list[TurnRecord] = []
@@ -330,7 +343,7 @@ async def _play(engine: Any, suite: Suite, conv: SuiteConversation, strategy: st
     view = await engine.open(learner, suite.module_id, new=True, defer_opening=True)
     started = time.perf_counter()
     opening = await engine.respond_pending(view.id)
-    out.append(_record(strategy, conv, run, 0, "opening", opening, started, (), OPENING_TURN))
+    out.append(_record(strategy, conv, run, 0, "opening", opening, started, (), Sent(OPENING_TURN, prompt)))
     for index, turn in enumerate(conv.turns, start=1):
         tags = tuple(dict.fromkeys((*conv.tags, *turn.tags)))
         kind = turn.kind
@@ -350,7 +363,7 @@ async def _play(engine: Any, suite: Suite, conv: SuiteConversation, strategy: st
             out.append(TurnRecord(strategy, conv.name, run, index, "refused", None, [], [], 0.0, tags,
                                   error=exc.message))
             continue
-        out.append(_record(strategy, conv, run, index, kind, result, started, tags, said))
+        out.append(_record(strategy, conv, run, index, kind, result, started, tags, Sent(said, prompt)))
     return out
 
 
@@ -361,7 +374,7 @@ def _learner_input(turn: SuiteTurn) -> LearnerInput:
 
 
 def _record(strategy: str, conv: SuiteConversation, run: int, index: int, kind: str, result: Any,
-            started: float, tags: tuple[str, ...], said: str) -> TurnRecord:
+            started: float, tags: tuple[str, ...], sent: Sent) -> TurnRecord:
     latency = (time.perf_counter() - started) * 1000
     reply = result.reply
     record = TurnRecord(strategy, conv.name, run, index, kind, reply.outcome, list(reply.flags),
@@ -369,9 +382,9 @@ def _record(strategy: str, conv: SuiteConversation, run: int, index: int, kind: 
     if reply.response is not None and not record.fallback and reply.outcome in ("valid", "repaired") \
             and not any(flag.startswith("risk:") for flag in reply.flags):
         # The shown reply judged again here, as the learner saw it: the eval does not take
-        # the policy's word for it (the prompt's own words were checked there).
-        verdict = check(reply.response, Sent(learner=said))
-        record.usable, record.junk = verdict.usable, [f for f in verdict.flags if f != "template_token"]
+        # the policy's word for it. Anything the gate names (a marker left in, too) is junk.
+        verdict = check(reply.response, sent)
+        record.usable, record.junk = not verdict.flags, list(verdict.flags)
     return record
 
 
