@@ -84,6 +84,11 @@ def _tutor(msg: rx.Var[MessageItem], latest: rx.Var[bool], ctx: FormContext) -> 
             rx.el.div(rx.foreach(msg.blocks, lambda b: text_block(b, ctx.words)), class_name="blocks"),
         ),
         rx.cond(
+            msg.cut_note != "",
+            rx.el.p(rx.icon("square", size=12, aria_hidden="true"), " ", msg.cut_note, class_name="cut-note",
+                    role="note"),
+        ),
+        rx.cond(
             msg.quotes.length() > 0,
             rx.el.div(rx.foreach(msg.quotes, cited_quote), class_name="cited", role="group",
                       aria_label=ui("From the module's material", ctx.words)),

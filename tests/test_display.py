@@ -258,3 +258,27 @@ def test_a_module_card_says_whether_and_how_far_the_learner_got():
     assert module_card("m", "T", "A", 25, None, ConversationSummary(1, "m", "active", 0, "")).started
     assert module_card("m", "T", "A", 25, progress, ConversationSummary(1, "m", "active", 4, "")).activity == (
         "4 messages sent")
+
+
+def test_a_reply_cut_short_says_so_under_what_arrived_and_offers_a_way_on():
+    from tutor.render.display import message_item
+    from tutor.render.views import MessageView
+
+    kept = {"content": {"text_blocks": [{"type": "paragraph", "content": "Anxiety is the body's alarm, eve"}]},
+            "meta": {"response_type": "conversational"}}
+    for flag, words in (("stopped", "Stopped"), ("deadline", "took too long"), ("interrupted", "connection")):
+        item = message_item(MessageView(id=1, seq=2, role="tutor", response=kept, outcome="repaired",
+                                        flags=["partial", flag]))
+        assert words in item.cut_note and item.suggestions == ["Continue"]
+    vi = message_item(MessageView(id=1, seq=2, role="tutor", response=kept, outcome="repaired", flags=["stopped"]),
+                      "vi")
+    assert vi.cut_note.startswith("Đã dừng") and vi.suggestions == ["Tiếp tục"]
+    # The reply's own quick replies stay; a whole reply carries no note.
+    with_chips = {**kept, "content": {**kept["content"], "next_step": {"suggestions": ["Tell me more"]}}}
+    item = message_item(MessageView(id=1, seq=2, role="tutor", response=with_chips, outcome="valid", flags=["stopped"]))
+    assert item.suggestions == ["Tell me more"] and item.cut_note
+    whole = message_item(MessageView(id=1, seq=2, role="tutor", response=kept, outcome="valid", flags=[]))
+    assert whole.cut_note == "" and whole.suggestions == []
+    # Nothing had arrived: the apology says so itself, with no second note.
+    apology = message_item(MessageView(id=1, seq=2, role="tutor", response=kept, outcome="invalid", flags=["stopped"]))
+    assert apology.cut_note == ""

@@ -184,7 +184,7 @@ def test_the_newest_message_and_the_typing_indicator_stay_in_view_while_the_tuto
     model_app: RunningApp, model: ScriptedModel, page: Page
 ) -> None:
     page.set_viewport_size({"width": 1100, "height": 700})
-    long = reply(*[block("paragraph", f"Paragraph {n}: " + "a calm sentence to read. " * 12) for n in range(14)])
+    long = reply(*[block("paragraph", f"Paragraph {n}: " + " ".join(f"a calm sentence, number {k}, to read." for k in range(12))) for n in range(14)])
     model.reply(long)
     open_module(page, model_app.url)
     model.reply(reply(block("paragraph", "A slow but short answer.")), delay_s=4)

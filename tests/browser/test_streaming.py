@@ -13,6 +13,12 @@ from tests.browser.helpers import block, db_rows, open_module, reply, send, wait
 LONG = "Anxiety is the body's alarm system: it prepares you to act. "
 
 
+def prose(n: int) -> str:
+    """`n` sentences that do not repeat themselves (a looping reply is not shown as a lesson)."""
+    return LONG + " ".join(f"Point {k}: the alarm rings, the body answers, and the feeling passes in time."
+                           for k in range(2, n + 1)) + " "
+
+
 def _send_only(page: Page, text: str) -> None:
     page.locator("#message").fill(text)
     page.locator("#message").press("Enter")
@@ -22,7 +28,7 @@ def test_blocks_appear_while_the_reply_is_written_then_the_stored_reply_replaces
     model_app: RunningApp, model: ScriptedModel, page: Page
 ) -> None:
     open_module(page, model_app.url)
-    final = reply(block("heading", "The alarm", level=2), block("paragraph", LONG * 4),
+    final = reply(block("heading", "The alarm", level=2), block("paragraph", prose(4)),
                   block("tip", "Breathe out slowly."), next_step={"suggestions": ["Tell me more"]})
     model.stream(json.dumps(final), pieces=40, chunk_delay_s=0.1)  # about 4 s in all
     tutor_before = page.locator(".msg-tutor").count()
@@ -51,7 +57,7 @@ def test_stop_keeps_what_arrived_and_the_learner_carries_on(
     model_app: RunningApp, model: ScriptedModel, page: Page
 ) -> None:
     open_module(page, model_app.url)
-    model.stream(json.dumps(reply(block("paragraph", LONG * 12))), pieces=80, chunk_delay_s=0.2)  # 16 s
+    model.stream(json.dumps(reply(block("paragraph", prose(12)))), pieces=80, chunk_delay_s=0.2)  # 16 s
     _send_only(page, "Tell me everything about anxiety")
     expect(page.locator("#streaming-reply .growing")).to_contain_text("Anxiety is the body", timeout=10_000)
     clicked = time.monotonic()
@@ -61,7 +67,9 @@ def test_stop_keeps_what_arrived_and_the_learner_carries_on(
     kept = page.locator(".msg-tutor").last
     expect(kept).to_contain_text("Anxiety is the body's alarm system")
     shown = " ".join(kept.inner_text().split())
-    assert len(shown) < len(LONG * 12)  # only what arrived
+    assert len(shown) < len(prose(12))  # only what arrived
+    expect(kept.locator(".cut-note")).to_have_text("Stopped — this is what had arrived.")  # said, not guessed
+    expect(kept.locator(".chip")).to_have_text(["Continue"])  # and a way on
     rows = db_rows(model_app.db_path, "SELECT flags_json FROM message WHERE role='tutor' ORDER BY id DESC LIMIT 1")
     assert "stopped" in json.loads(rows[0][0])
     # the conversation goes on

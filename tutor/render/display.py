@@ -32,6 +32,14 @@ from tutor.render.views import MessageView
 # Catalogue msgids (tutor.i18n): message_item shows them in the conversation's language.
 INVALID_NOTICE = N_("The tutor's reply couldn't be read as a structured lesson, so it is shown as plain text.")
 MEDIA_UNAVAILABLE = N_("This media could not be shown.")
+# A reply cut short keeps what had arrived (tutor.llm.policy); the page says so under it and
+# offers a way on when the cut left no quick replies.
+CUT_NOTES = {
+    "stopped": N_("Stopped — this is what had arrived."),
+    "deadline": N_("Cut short: this reply took too long. This is what had arrived."),
+    "interrupted": N_("Cut short: the connection to the tutor broke. This is what had arrived."),
+}
+GO_ON = N_("Continue")
 WITHHELD_MEDIA = N_("A media item was left out because its source is not allowed.")
 # What one reply may put on the page (tables and HTML: tutor.render.markdown, over the whole message).
 MAX_BLOCKS, MAX_MEDIA, MAX_QUOTES, MAX_SUGGESTIONS = 60, 10, 10, 8
@@ -138,6 +146,7 @@ class MessageItem:
     prompt: str = ""
     suggestions: list[str] = dataclasses.field(default_factory=list)
     notice: str = ""
+    cut_note: str = ""  # a reply cut short (Stop, the deadline, a broken stream): CUT_NOTES
     emotion: str = "neutral"
     tone: str = "neutral"
     response_type: str = ""
@@ -188,6 +197,9 @@ def message_item(view: MessageView, language: str | None = None) -> MessageItem:
         forms.append(item)
     next_step = content.next_step
     emotion = meta.emotion or "neutral"
+    cut = next((f for f in view.flags if f in CUT_NOTES), None) if view.outcome != "invalid" else None
+    suggestions = list(dict.fromkeys(s for s in (next_step.suggestions or []) if s.strip()))[:MAX_SUGGESTIONS] \
+        if next_step else []
     return MessageItem(
         id=view.id,
         role="tutor",
@@ -197,9 +209,8 @@ def message_item(view: MessageView, language: str | None = None) -> MessageItem:
         quotes=[QuoteItem(quoted_html(c.quote, t, budget), c.location or c.source_id, c.source_id)
                 for c in (content.citations or [])[:MAX_QUOTES]],
         prompt=render_inline(next_step.prompt, budget) if next_step and next_step.prompt else "",
-        suggestions=list(dict.fromkeys(s for s in (next_step.suggestions or []) if s.strip()))[:MAX_SUGGESTIONS]
-        if next_step
-        else [],
+        suggestions=suggestions or ([t(GO_ON)] if cut else []),
+        cut_note=t(CUT_NOTES[cut]) if cut else "",
         emotion=emotion,
         tone=TONES.get(emotion, "neutral"),
         response_type=meta.response_type,
