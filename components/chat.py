@@ -19,7 +19,9 @@ from components.streaming import streaming_reply
 from tutor.web.state import ChatState, live_buckets, ui
 
 # Counted in the browser, so a slow turn costs no server push a second: from the moment
-# Stop appears (the tutor is busy) until it goes; shown once it is more than a moment.
+# Stop appears (the tutor is busy) until it goes, and again from each reply that lands while
+# the tutor stays busy with the next message (data-turn: the latest reply); shown once it is
+# more than a moment.
 _ELAPSED_JS = r"""
 if (!window.__tutorElapsed) {
   window.__tutorElapsed = true;
@@ -28,7 +30,11 @@ if (!window.__tutorElapsed) {
   setInterval(() => {
     const el = document.getElementById('turn-elapsed');
     if (!el) { return; }
-    if (!el.dataset.since) { el.dataset.since = String(Date.now()); }
+    const turn = el.dataset.turn || '';
+    if (!el.dataset.since || el.dataset.sinceTurn !== turn) {
+      el.dataset.since = String(Date.now());
+      el.dataset.sinceTurn = turn;
+    }
     const s = Math.floor((Date.now() - Number(el.dataset.since)) / 1000);
     const doing = document.getElementById('streaming-reply') ? (el.dataset.writing || 'Writing…') : (el.dataset.thinking || 'Thinking…');
     const text = s < SHOW_AFTER_S ? '' : (narrow.matches ? `${s} s` : `${doing} ${s} s`);
@@ -44,6 +50,7 @@ if (!window.__tutorElapsed) {
 def _elapsed() -> rx.Component:
     return rx.el.span(
         id="turn-elapsed",
+        data_turn=ChatState.latest_tutor_id.to_string(),  # a new reply: the next turn's count starts
         data_thinking=ui("Thinking…"),  # the words the script shows, in the module's language
         data_writing=ui("Writing…"),
         role="timer",  # not announced every second; the status below says the tutor is busy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from playwright.sync_api import Page, expect
@@ -90,3 +91,24 @@ def test_a_reask_shows_a_calm_status_and_the_preview_is_replaced(
     last = page.locator(".msg-tutor").last
     expect(last).to_contain_text("A clear answer.")
     expect(last).not_to_contain_text("Draft that breaks")
+
+
+def test_the_busy_timer_starts_again_for_the_next_turn(
+    model_app: RunningApp, model: ScriptedModel, page: Page
+) -> None:
+    open_module(page, model_app.url)
+    model.stream(json.dumps(reply(block("paragraph", prose(8)))), pieces=40, chunk_delay_s=0.2)  # ~8 s
+    model.stream(json.dumps(reply(block("paragraph", "And the second answer, in its own time."))),
+                 pieces=30, chunk_delay_s=0.2)  # ~6 s
+    tutors = page.locator(".msg-tutor").count()
+    _send_only(page, "Tell me about the alarm")
+    timer = page.locator("#turn-elapsed")
+    expect(timer).to_contain_text(re.compile(r"\b[4-9] s"), timeout=15_000)  # the first turn is counted
+    _send_only(page, "And then what?")  # sent while the tutor is still busy
+    expect(page.locator(".msg-tutor")).to_have_count(tutors + 1, timeout=30_000)
+    # The first reply has landed and the tutor is busy with the second message: its count
+    # starts from nothing, not from the first turn's seconds.
+    seconds = page.evaluate("() => { const m = (document.getElementById('turn-elapsed') || {}).textContent"
+                            " || ''; const n = m.match(/(\\d+) s/); return n ? Number(n[1]) : 0; }")
+    assert seconds < 4, f"the timer carried the first turn's {seconds} s over"
+    expect(page.locator(".msg-tutor")).to_have_count(tutors + 2, timeout=30_000)
