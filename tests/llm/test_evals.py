@@ -223,7 +223,7 @@ def test_summarize_counts_first_replies_not_transport_errors():
     records = [
         record(calls=(("error", None, 0, 0), ("valid", True, 10, 5))),  # a retry, then fine
         record(outcome="repaired", flags=["fence"], calls=(("repaired", False, 10, 5),)),
-        record(outcome="invalid", flags=["needs_review", "fallback_apology"], calls=(("error", None, 0, 0),)),
+        record(outcome="invalid", flags=["needs_review", "builtin_fallback"], calls=(("error", None, 0, 0),)),
         record(outcome="valid", flags=["reasked"], calls=(("invalid", False, 10, 5), ("skipped", None, 0, 0),
                                                           ("valid", True, 12, 6))),
     ]

@@ -133,7 +133,8 @@ class TurnRecord:
 
     @property
     def calls(self) -> list[AttemptRecord]:
-        return [a for a in self.attempts if a.outcome != "skipped"]
+        # Model calls: not a budget check that skipped one, nor the built-in tutor standing in.
+        return [a for a in self.attempts if a.outcome not in ("skipped", "fallback")]
 
     @property
     def first_reply(self) -> AttemptRecord | None:
@@ -164,7 +165,7 @@ class StrategyRow:
     usable: float  # ... and it was the model's lesson, with text that passes the content gate
     repaired: float  # the reply shown needed repair
     fallback: float  # failed closed: markdown of the raw text, or an apology
-    apology: float  # of which an apology (nothing usable came back)
+    apology: float  # of which nothing usable came back: an apology, or the module's own turn in its place
     retries_per_turn: float  # model calls beyond the first (transport retries and re-asks)
     latency_p50_ms: float
     latency_p95_ms: float
@@ -219,7 +220,7 @@ def _row(strategy: str, all_records: list[TurnRecord], settings: LLMSettings | N
         usable=pct(lambda r: r.usable),
         repaired=pct(lambda r: not r.fallback and r.outcome == "repaired"),
         fallback=pct(lambda r: r.fallback),
-        apology=pct(lambda r: "fallback_apology" in r.flags),
+        apology=pct(lambda r: "fallback_apology" in r.flags or "builtin_fallback" in r.flags),
         retries_per_turn=mean([max(0, len(r.calls) - 1) for r in played]),
         latency_p50_ms=round(percentile(latencies, 50), 1),
         latency_p95_ms=round(percentile(latencies, 95), 1),
