@@ -57,7 +57,8 @@ def test_a_streamed_reply_reaches_the_listener_growing_then_parses(openai_server
 
 
 def test_stop_ends_the_turn_at_once_and_keeps_what_arrived(openai_server):
-    reply = json.dumps(wire.tutor_reply("Anxiety is the body's alarm. " * 30))
+    # Thirty different sentences (the same one thirty times would be a loop, never shown).
+    reply = json.dumps(wire.tutor_reply(" ".join(f"Anxiety is the body's alarm, reason {i}." for i in range(30))))
     # 40 pieces, 0.25 s apart: the whole reply would take 10 s
     openai_server.script(wire.openai_stream(reply, pieces=40, chunk_delay_s=0.25))
     stop = asyncio.Event()
@@ -69,7 +70,7 @@ def test_stop_ends_the_turn_at_once_and_keeps_what_arrived(openai_server):
     assert "stopped" in result.flags and "reasked" not in result.flags
     assert len(openai_server.requests) == 1  # a stop is never re-asked
     shown = result.parsed.response.content.text_blocks[0].content
-    assert shown and "Anxiety is the body's alarm." in shown
+    assert shown and "Anxiety is the body's alarm, reason 0." in shown
     assert listener.texts[-1].startswith(result.parsed.raw[:20]) and len(result.parsed.raw) < len(reply)
     assert result.attempts[0].flags.count("stopped") == 1 and result.attempts[0].finish_reason == "stopped"
 
