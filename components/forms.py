@@ -193,6 +193,8 @@ def form_view(form: rx.Var[FormItem], ctx: FormContext) -> rx.Component:
             ("submitted", _answered(answers, ctx.words)),
             ("skipped", rx.el.p(ui("Skipped — you can always tell me in your own words.", ctx.words),
                                 class_name="form-state form-skipped")),
+            ("answered", rx.el.p(rx.icon("check", size=14, aria_hidden="true"), " ", answers[0],
+                                 class_name="form-state form-answered-in-chat")),
             rx.fragment(
                 _open_form(form, ctx),
                 rx.cond(

@@ -284,3 +284,26 @@ def test_a_check_a_model_reply_carries_can_be_skipped_from_its_quick_replies(sto
         asked = run(eng.send(conv.id, LearnerInput(text="ok")))
     assert form_ids(asked) == ["check-anxiety_in_a_nutshell"]
     assert content(asked)["next_step"]["suggestions"] == ["Skip this check", "Yes, go on"]
+
+
+def test_a_check_answered_in_the_message_box_reads_answered_with_its_score_where_it_was_asked(engine, store):
+    from tutor.render.display import message_item
+
+    conv = run(engine.open("gus", MODULE))
+    asked = run(engine.send(conv.id, LearnerInput(text="Continue")))
+    good = run(engine.send(conv.id, LearnerInput(text=NUTSHELL.example_answer)))  # typed, not the form
+    assert good.answered == ("check-anxiety_in_a_nutshell", 10)
+    view = run(engine.open("gus", MODULE))  # as a reload reads it
+    asking = next(m for m in view.messages if m.id == asked.reply.id)
+    assert asking.form_states == {"check-anxiety_in_a_nutshell": {"status": "answered", "score": 10}}
+    [form] = message_item(asking).forms
+    assert (form.status, form.answers) == ("answered", ["Answered in the chat: 10/10."])
+    assert message_item(asking, "vi").forms[0].answers == ["Đã trả lời trong khung trò chuyện: 10/10."]
+    # A question typed while a check is open is not an answer: that form reads skipped.
+    conv2 = run(engine.open("hal", MODULE))
+    asked2 = run(engine.send(conv2.id, LearnerInput(text="Continue")))
+    question = run(engine.send(conv2.id, LearnerInput(text="Why does anxiety make my heart race?")))
+    assert question.answered is None
+    view2 = run(engine.open("hal", MODULE))
+    assert next(m for m in view2.messages if m.id == asked2.reply.id).form_states == {
+        "check-anxiety_in_a_nutshell": {"status": "skipped"}}

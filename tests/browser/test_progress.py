@@ -87,9 +87,14 @@ def test_a_check_is_answered_scored_kindly_and_counted_as_mastered(app: RunningA
     success = last_tutor(page).locator(".block-success").first
     expect(success).to_contain_text("You scored 10/10 on What anxiety is: mastered.")
     expect(page.locator("#progress-mastered")).to_have_text("1 of 24 mastered")
+    # The check typed into the message box reads answered, with its score, where it was asked.
+    expect(page.locator(".form-answered-in-chat")).to_have_text(["Answered in the chat: 10/10."])
+    expect(page.locator(".form-skipped")).to_have_count(0)
     percent, covered, _ = _counts(page)
     assert (percent, covered) == (6, 2)  # mastered (2 units) and the next lesson seen (1 unit)
     expect(page.locator("#progress-remaining")).to_have_text("23 topics to go")
+    page.reload()
+    expect(page.locator(".form-answered-in-chat")).to_have_text(["Answered in the chat: 10/10."], timeout=15_000)
 
 
 def test_a_milestone_is_celebrated_once_and_quietly_for_reduced_motion(app: RunningApp, page: Page) -> None:

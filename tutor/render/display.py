@@ -40,6 +40,13 @@ CUT_NOTES = {
     "interrupted": N_("Cut short: the connection to the tutor broke. This is what had arrived."),
 }
 GO_ON = N_("Continue")
+ANSWERED_IN_CHAT = N_("Answered in the chat.")
+SCORED_IN_CHAT = N_("Answered in the chat: {score}/10.")
+
+
+def answered_in_chat(score: Any, t: Translator) -> list[str]:
+    """How a check answered in the message box reads where it was asked."""
+    return [t(SCORED_IN_CHAT, score=score) if isinstance(score, int) else t(ANSWERED_IN_CHAT)]
 WITHHELD_MEDIA = N_("A media item was left out because its source is not allowed.")
 # What one reply may put on the page (tables and HTML: tutor.render.markdown, over the whole message).
 MAX_BLOCKS, MAX_MEDIA, MAX_QUOTES, MAX_SUGGESTIONS = 60, 10, 10, 8
@@ -101,7 +108,7 @@ class FormItem:
     # "Skip this check" moves past it, so the page adds no "Optional" note and no Skip button.
     is_check: bool = False
     # As stored when the message was loaded; a later change comes as a FormState overlay.
-    status: str = "open"  # open | submitted | skipped
+    status: str = "open"  # open | submitted | skipped | answered (a check, in the message box)
     answers: list[str] = dataclasses.field(default_factory=list)  # "Label: answer" lines
 
 
@@ -194,6 +201,8 @@ def message_item(view: MessageView, language: str | None = None) -> MessageItem:
         item.status = str(state.get("status") or "open")
         if item.status == "submitted":
             item.answers = answer_lines(form, state.get("answers") or {})
+        elif item.status == "answered":
+            item.answers = answered_in_chat(state.get("score"), t)
         forms.append(item)
     next_step = content.next_step
     emotion = meta.emotion or "neutral"

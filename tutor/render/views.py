@@ -110,6 +110,9 @@ class TurnResult:
     progress: ProgressView
     attempts: list[Any] = field(default_factory=list)  # AttemptRecord per model call
     operator_message: str | None = None
+    # A check the learner answered in the message box: (its form id, the judged score), so
+    # the page shows the form it was asked in as answered, not skipped.
+    answered: tuple[str, int | None] | None = None
     # The safety screen's flags on the learner's message: label, confidence, source and
     # evidence as offsets + SHA-256 into the learner's text (or a form field's answer).
     risks: list[dict[str, Any]] = field(default_factory=list)

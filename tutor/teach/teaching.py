@@ -48,6 +48,7 @@ from tutor.teach import judge_builtin, module_sources, retrieve, verify_quote
 from tutor.teach.builtin_judge import topic_material
 from tutor.teach.feedback import (
     ANSWER_FIELD,
+    CHECK_FORM_PREFIX,
     check_form,
     check_id_of,
     failed_block,
@@ -108,6 +109,7 @@ class TurnPlan:
     rows: list[dict[str, Any]] = field(default_factory=list)  # CheckAttempt fields
     feedback: TextBlock | None = None
     ask_form: Form | None = None
+    typed_answer: tuple[str, int | None] | None = None  # a check answered in the message box: (form id, score)
 
 
 async def prepare(
@@ -148,6 +150,8 @@ async def prepare(
     if answered is not None:
         topic, check = answered
         judged = await _judge(plan, provider, settings, module, pending, topic, check, answer)
+        if not learner.is_form:
+            plan.typed_answer = (CHECK_FORM_PREFIX + check.id, judged.score)
         history = history.with_score(check.id, judged.score)
         seen.add(topic.id)  # answering a check is engaging with its topic
     mastered = mastered_from(module, history.scored)

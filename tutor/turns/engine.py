@@ -357,7 +357,7 @@ class Engine:
             attempts=[*(screened.attempts if screened else ()), *plan.attempts, *result.attempts],
             state=update.state, reply_to_seq=upto,
             risks=turn_store.risk_rows(pending, module, screened) if pending and screened else [],
-            guard=_release(conversation_id, upto, self.holder), checks=plan.rows,
+            guard=_release(conversation_id, upto, self.holder), checks=plan.rows, typed_answer=plan.typed_answer,
         )
         await self._spend(conversation_id,
                           [*(screened.attempts if screened else ()), *plan.attempts, *result.attempts])
@@ -367,6 +367,7 @@ class Engine:
             progress=_progress_view(module, update.state, update.milestone, update.at),
             attempts=[*plan.attempts, *result.attempts],
             operator_message=result.operator_message,
+            answered=plan.typed_answer,
         )
 
     async def _safety_turn(self, pending: PendingTurn, module: Module, screened: TurnScreen,

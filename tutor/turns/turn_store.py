@@ -190,10 +190,12 @@ def store_reply(
     risks: Iterable[RiskEvent] = (),
     guard: Callable[[Connection], None] | None = None,
     checks: Iterable[dict[str, Any]] = (),
+    typed_answer: tuple[str, int | None] | None = None,
 ) -> MessageView:
     """The tutor's reply, one audit row per model call, the learner's progress, the
     safety screen's flags for review and the judged answers (CheckAttempt fields, plain
-    data), in one transaction. `guard` runs first in that transaction and may raise to
+    data), in one transaction; a check answered in the message box (`typed_answer`: its form
+    id and score) shows as answered, with its score, in the message that asked it. `guard` runs first in that transaction and may raise to
     store nothing (tutor.turns.claims.release: the reply claim). The reply takes the next seq in
     its own INSERT; a learner message stored at the same moment with that seq (PostgreSQL
     runs both at once) makes the transaction try again."""
@@ -201,7 +203,7 @@ def store_reply(
     for attempt in range(STORE_TRIES):
         try:
             return _store_reply_once(store, conv, module_id, raw, shown, outcome, flags, attempts, state,
-                                     reply_to_seq, risks, guard, checks)
+                                     reply_to_seq, risks, guard, checks, typed_answer)
         except IntegrityError:
             if attempt == STORE_TRIES - 1:
                 raise
@@ -214,7 +216,7 @@ STORE_TRIES = 5
 def _store_reply_once(store: Store, conv: Conversation, module_id: str, raw: str, shown: TutorResponse | None,
                       outcome: str, flags: list[str], attempts: list[Any], state: ProgressState,
                       reply_to_seq: int | None, risks: list[RiskEvent], guard: Callable[[Connection], None] | None,
-                      checks: list[dict[str, Any]]) -> MessageView:
+                      checks: list[dict[str, Any]], typed_answer: tuple[str, int | None] | None) -> MessageView:
     forms = (shown.content.forms or []) if shown else []
     conversation_id = conv.id or 0
     with store.connect() as db:
@@ -240,6 +242,8 @@ def _store_reply_once(store: Store, conv: Conversation, module_id: str, raw: str
         judged = [CheckAttempt(**check, reply_id=row.id).model_dump(exclude={"id"}) for check in checks]
         if judged:
             db.execute(_INSERT_CHECK, judged)
+        if typed_answer is not None and reply_to_seq is not None:
+            _mark_answered(db, conversation_id, reply_to_seq, *typed_answer)
         payload = state.to_dict()
         covered, milestones = json.dumps(list(payload["covered"])), json.dumps(list(payload["milestones"]))
         now = utcnow()
@@ -250,6 +254,21 @@ def _store_reply_once(store: Store, conv: Conversation, module_id: str, raw: str
         TOUCH_CONVERSATION.run(db, {"b_conversation": conversation_id, "b_now": utcnow()})
         db.commit()
         return MessageView.from_row(row)  # type: ignore[arg-type]
+
+
+def _mark_answered(db: Connection, conversation_id: int, before_seq: int, form_id: str, score: int | None) -> None:
+    """The check form a typed answer answered: in the tutor's latest message before it, the
+    form reads answered (with the score) instead of the "skipped" the send closed it with."""
+    asking = db.execute(select(_MESSAGE.c.id, _MESSAGE.c.form_states_json)
+                        .where(_MESSAGE.c.conversation_id == conversation_id, _MESSAGE.c.role == "tutor",
+                               _MESSAGE.c.seq < before_seq)
+                        .order_by(_MESSAGE.c.seq.desc()).limit(1)).first()
+    states = json.loads(asking.form_states_json or "{}") if asking is not None else {}
+    if form_id not in states:
+        return
+    states[form_id] = {"status": "answered", "score": score}
+    db.execute(update(_MESSAGE).where(_MESSAGE.c.id == asking.id)
+               .values(form_states_json=json.dumps(states, ensure_ascii=False)))
 
 
 _AUDIT_COLUMNS = {

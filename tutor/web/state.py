@@ -24,6 +24,7 @@ from tutor.render.display import (
     MessageItem,
     ProgressItem,
     answer_lines,
+    answered_in_chat,
     message_item,
     progress_item,
 )
@@ -303,6 +304,9 @@ class ChatState(ChatSending, TutorState):
     def _add_reply(self, result: TurnResult, item: MessageItem | None = None) -> None:
         reply = result.reply
         item = item or message_item(reply, self.language)
+        if result.answered is not None:  # a check answered in the message box reads answered where it was asked
+            self._note_forms({f"{self.latest_tutor_id}-{result.answered[0]}": FormState(
+                "answered", answered_in_chat(result.answered[1], translator(self.language)))})
         self._append(item)
         self.latest_tutor_id = reply.id
         self._latest_bucket = self._bucket
