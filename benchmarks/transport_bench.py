@@ -11,13 +11,17 @@ against benchmarks/loopback_model.py in its own process (`--delay` seconds a cal
 Printed per transport: this process's CPU per call, and its ratio to the baseline's.
 
 Reliability (`--llama`): the real llama.cpp server (Gemma 3 270M, scripts/install-llama.sh)
-gets `--total` calls per transport, judge, screen and reply in turn, as the app makes them
-(tutor.teach.judge_call, tutor.risk.model_screen, tutor.llm.policy.run_turn). Between two
+gets `--total` calls per transport, judges, screens and replies in turn (`--idle-every` of a
+kind, so the server's prompt cache serves them), as the app makes them
+(tutor.teach.judge_call, tutor.risk.model_screen, tutor.llm.policy.run_turn), each allowed
+`--max-tokens` (the wire does not care how long an answer is). Between two
 calls the event loop is kept busy for a moment (as the app's own work keeps it: the
-semantic layer, parsing, the database) and every few calls it idles past the server's
-keep-alive (5 s), so the server hangs up idle connections while the client is not looking.
-Printed per transport: the calls that failed on the wire (a transport error on any attempt
-of the call) out of those made, and how many the transport re-sent on a fresh connection.
+semantic layer, parsing, the database), and every `--idle-every` calls the client waits
+until just before the server's keep-alive ends (5 s) and is then busy past it, so the server
+hangs up the idle connection while the client is not looking (the report's failure: "Can
+not write request body"). Printed per transport: the calls that failed on the wire (a
+transport error on any attempt of the call) out of those made, and how many requests the
+transport sent again on a fresh connection.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ def make_client(kind: str, timeout_s: float) -> httpx.AsyncClient:
     if kind == "aiohttp":
         return httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), transport=AiohttpTransport(limits))
     return httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), limits=limits)
+
+
+def resent(client: httpx.AsyncClient) -> int | None:
+    return getattr(client._transport, "resent", None)  # AiohttpTransport's count; None for httpx's
 
 
 # --- CPU --------------------------------------------------------------------------------
@@ -116,16 +124,17 @@ async def llama_run(kind: str, settings: LLMSettings, total: int, idle_every: in
     rng = random.Random(seed)
     client = make_client(kind, settings.timeout_s)
     whole = OpenAIProvider(settings, client=client)  # judge and screen: one JSON answer each
-    streamed_settings = LLMSettings(**{**settings.__dict__, "stream": True, "max_tokens": 120})
+    streamed_settings = LLMSettings(**{**settings.__dict__, "stream": True})
     streamed = OpenAIProvider(streamed_settings, client=client)
     failed: Counter[str] = Counter()
     made: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     try:
         for n in range(total):
-            what = ("judge", "screen", "reply")[n % 3]
+            what = ("judge", "screen", "reply")[n // idle_every % 3]
             if n and n % idle_every == 0:
-                await asyncio.sleep(idle_s)  # past the server's keep-alive: it hangs up
+                await asyncio.sleep(idle_s)  # just short of the server's keep-alive ...
+                busy(rng.uniform(0.3, 0.8))  # ... which ends while the loop is busy: it hangs up
             busy(rng.uniform(0.02, 0.15))
             if what == "judge":
                 attempts = (await judge_with_model(whole, settings, module, check, check.example_answer)).attempts
@@ -141,7 +150,7 @@ async def llama_run(kind: str, settings: LLMSettings, total: int, idle_every: in
                 errors.update((a.error or "")[:70] for a in wire)
     finally:
         await client.aclose()
-    return {"made": made, "failed": failed, "errors": errors}
+    return {"made": made, "failed": failed, "errors": errors, "resent": resent(client)}
 
 
 def llama_bench(args: argparse.Namespace) -> int:
@@ -153,17 +162,18 @@ def llama_bench(args: argparse.Namespace) -> int:
         print(f"no llama.cpp server: {exc}", file=sys.stderr)
         return 2
     with llama:
-        settings = llama.settings(strategy=args.strategy, stream=False, max_tokens=200, max_retries=0)
+        settings = llama.settings(strategy=args.strategy, stream=False, max_tokens=args.max_tokens, max_retries=0)
         print(f"llama.cpp at {llama.root}: {args.total} calls per transport (judge, screen, reply in turn), "
               f"idle {args.idle:g} s every {args.idle_every} calls, strategy {args.strategy}")
-        for kind in TRANSPORTS:
+        for kind in args.transports.split(","):
             started = time.perf_counter()
             row = asyncio.run(llama_run(kind, settings, args.total, args.idle_every, args.idle, args.seed))
             made, failed = row["made"], row["failed"]
             print(f"  {kind:8s} failed {sum(failed.values()):3d} of {sum(made.values())}  "
                   + "  ".join(f"{k} {failed[k]}/{made[k]}" for k in ("judge", "screen", "reply"))
+                  + ("" if row["resent"] is None else f"   sent again {row['resent']}")
                   + f"   ({time.perf_counter() - started:.0f} s)")
-            for error, count in row["errors"].most_common(3):
+            for error, count in row["errors"].most_common(3):  # type: ignore[attr-defined]
                 print(f"           {count} x {error}")
     return 0
 
@@ -178,8 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llama", action="store_true", help="reliability against the real llama.cpp server")
     parser.add_argument("--total", type=int, default=200)
     parser.add_argument("--idle-every", type=int, default=10)
-    parser.add_argument("--idle", type=float, default=5.5)
+    parser.add_argument("--idle", type=float, default=4.7, help="seconds idle (then busy) every --idle-every calls")
     parser.add_argument("--strategy", default="json_object")
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--transports", default=",".join(TRANSPORTS))
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     return llama_bench(args) if args.llama else cpu_bench(args)
