@@ -108,6 +108,13 @@ def test_a_start_marker_and_its_role_are_taken_out():
     assert verdict.response["content"]["next_step"]["suggestions"] == ["Tell me more"]
 
 
+def test_only_a_start_marker_takes_the_role_word_after_it():
+    verdict = check(reply("Breathing slows the nervous<pad> system down, one breath at a time."), SENT)
+    assert verdict.usable and verdict.flags == ["template_token"]
+    assert verdict.response["content"]["text_blocks"][0]["content"] == (
+        "Breathing slows the nervous system down, one breath at a time.")
+
+
 def test_a_text_that_is_only_a_marker_is_empty():
     verdict = check(reply(GOOD, "<end_of_turn>"), SENT)
     assert not verdict.usable and verdict.flags == ["empty_text", "template_token"]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tutor.contract import ParsedReply, TutorResponse
-from tutor.llm.markers import END_MARKERS
+from tutor.llm.markers import END_MARKERS, START_MARKERS
 from tutor.text import words
 
 __all__ = ["JUNK_FLAGS", "Sent", "Verdict", "check", "gate"]
@@ -61,7 +61,8 @@ _END_MARKERS = END_MARKERS
 _TOKEN = re.compile(
     r"<\|[A-Za-z0-9_]{1,40}\|>|</?s>|<(?:start|end)_of_turn>|<(?:eos|bos|pad|unk)>|\[/?INST\]|<</?SYS>>"
 )
-# A start-of-turn marker is usually followed by the role's name on its own line.
+# A start-of-turn marker is usually followed by the role's name on its own line (only there is
+# a role word taken out: "the nervous<pad> system" keeps its word).
 _ROLE_AFTER = re.compile(r"\s*(?:user|model|assistant|system)\b[ \t]*(?:<\|end_header_id\|>)?[ \t]*\n?",
                          re.IGNORECASE)
 
@@ -75,7 +76,7 @@ def _strip_tokens(text: str) -> str:
     for match in _TOKEN.finditer(text):
         out.append(text[pos:match.start()])
         pos = match.end()
-        role = _ROLE_AFTER.match(text, pos)
+        role = _ROLE_AFTER.match(text, pos) if match.group() in START_MARKERS else None
         if role is not None:
             pos = role.end()
     out.append(text[pos:])
