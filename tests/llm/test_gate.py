@@ -179,6 +179,38 @@ def test_a_turn_that_gets_no_slot_before_its_deadline_gets_the_calm_apology():
             assert gate.busy == 0 and gate.waiting == 0
 
 
+def test_a_turn_waiting_only_for_its_own_other_call_hears_nothing():
+    """On a one-slot server the model safety screen runs beside the turn's reply: the reply
+    waiting for it is not "many learners asking at once". Another learner behind is told."""
+
+    async def go():
+        gate = ModelGate(1, news_every_s=0)
+        me, other = Positions(), Positions()
+        release = asyncio.Event()
+
+        async def call(wait: bool = False) -> None:
+            async with gate.slot():
+                if wait:
+                    await release.wait()
+
+        with reporting(me):  # tasks made here belong to this turn, as the engine's screen does
+            screen = asyncio.create_task(call(wait=True))
+            await asyncio.sleep(0)
+            reply = asyncio.create_task(call())
+        await asyncio.sleep(0.02)
+        with reporting(other):
+            behind = asyncio.create_task(call())
+        await asyncio.sleep(0.02)
+        release.set()
+        await asyncio.gather(screen, reply, behind)
+        assert gate.busy == 0 and gate.waiting == 0 and gate.most == 1
+        return me.seen, other.seen
+
+    mine, theirs = asyncio.run(go())
+    assert mine == []  # neither "next in line" nor "your turn"
+    assert theirs[0] == 2 and theirs[-1] == 0  # told: my turn's two calls are ahead of them
+
+
 # --- pacing: what the page hears while a turn waits ------------------------------------------
 
 

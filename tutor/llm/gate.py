@@ -125,6 +125,7 @@ class ModelGate:
         self.news_every_s = news_every_s
         self._sizer = sizer
         self._queue: deque[_Waiter] = deque()
+        self._held: dict[int, int] = {}  # slots held, by the turn (its listener) holding them
 
     @classmethod
     def for_backend(cls, cap: int | None, settings: LLMSettings, provider: Provider | None = None) -> ModelGate:
@@ -174,14 +175,20 @@ class ModelGate:
     async def slot(self) -> AsyncIterator[None]:
         if self._sizer is not None:
             await self._size()
+        turn = id(_LISTENER.get())
         if self.slots is not None and (self.busy >= self.slots or self._queue):
             await self._wait_in_line()
         else:
             self.busy += 1
         self.most = max(self.most, self.busy)
+        self._held[turn] = self._held.get(turn, 0) + 1
         try:
             yield
         finally:
+            if self._held[turn] == 1:
+                del self._held[turn]
+            else:
+                self._held[turn] -= 1
             self._release()
 
     async def _wait_in_line(self) -> None:
@@ -195,7 +202,7 @@ class ModelGate:
             while not waiter.granted:
                 position = waiter.position
                 pause = None  # wait for the line to move
-                if tell is not None and position != told:
+                if tell is not None and position != told and not self._behind_itself(listener, position):
                     pause = told_at + self.news_every_s - loop.time() if told else 0.0
                     if pause <= 0:  # the first place at once; later ones paced
                         told, told_at, pause = position, loop.time(), None
@@ -207,7 +214,7 @@ class ModelGate:
                     await asyncio.wait((waiter.wake,), timeout=pause)
                 if waiter.wake.done():
                     waiter.wake = loop.create_future()
-            if tell is not None:
+            if told:
                 await _quietly(tell, 0)
         except BaseException:  # cancelled (Stop, the deadline): leave the line, or pass the slot on
             if waiter.granted:
@@ -216,6 +223,11 @@ class ModelGate:
                 self._queue.remove(waiter)
                 self._moved()
             raise
+
+    def _behind_itself(self, listener: Any, position: int) -> bool:
+        """Whether a turn next in line waits only for its own other call (the model safety
+        screen runs beside the reply): no other learner is in the way, so nothing is said."""
+        return position == 1 and self._held.get(id(listener), 0) == self.busy
 
     def _release(self) -> None:
         if self._queue:
