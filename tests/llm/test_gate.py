@@ -339,3 +339,40 @@ def test_a_server_still_starting_is_asked_again_and_then_sizes_the_gate(fresh_pr
         asks = props_asks(server)
         _most_at_once(gate, 3)
         assert props_asks(server) == asks  # final: not asked again
+
+
+def test_a_cap_learned_while_calls_are_in_flight_is_kept_from_then_on():
+    """Calls made while the server's size was still unknown ran uncapped; once it is known,
+    no freed slot is passed on until the calls in flight are within it."""
+
+    async def go():
+        answers = iter([(None, False)] * 4 + [(2, True)])  # the server still starting, then its slots
+
+        async def sizer():
+            return next(answers)
+
+        gate = ModelGate(None, sizer=sizer)
+        release = asyncio.Event()
+        running, most_after = 0, []
+
+        async def call(after: bool = False):
+            nonlocal running
+            async with gate.slot():
+                running += 1
+                if after:
+                    most_after.append(running)
+                await (asyncio.sleep(0.01) if after else release.wait())
+                running -= 1
+
+        early = [asyncio.create_task(call()) for _ in range(4)]  # unknown: all four run
+        await asyncio.sleep(0.01)
+        late = [asyncio.create_task(call(after=True)) for _ in range(3)]  # now 2: they wait
+        await asyncio.sleep(0.01)
+        release.set()
+        await asyncio.gather(*early, *late)
+        return gate, max(most_after)
+
+    gate, most_after = asyncio.run(go())
+    assert gate.slots == 2 and gate.most == 4
+    assert most_after <= 2  # the late calls never ran more than two at once
+    assert gate.busy == 0 and gate.waiting == 0

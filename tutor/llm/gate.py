@@ -230,7 +230,9 @@ class ModelGate:
         return position == 1 and self._held.get(id(listener), 0) == self.busy
 
     def _release(self) -> None:
-        if self._queue:
+        # Over a cap that shrank (calls run uncapped while the server's size was unknown),
+        # a freed slot is not passed on until the calls in flight are within it.
+        if self._queue and (self.slots is None or self.busy <= self.slots):
             first = self._queue.popleft()
             first.granted = True  # the slot passes on: `busy` stays the same
             first.nudge()
