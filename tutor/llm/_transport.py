@@ -103,19 +103,17 @@ class _Connector(aiohttp.TCPConnector):
     """aiohttp's pool, checked before reuse (`_hung_up`) and skipped for a retry (`_fresh`).
 
     aiohttp has no public hook for either; `_get` is where its pool hands out an idle
-    connection (None: open a new one), and `_conns` its idle connections, oldest first."""
+    connection (None: open a new one)."""
 
     async def _get(self, key, traces):  # type: ignore[override]
         if _fresh.get():
             return None
-        idle = getattr(self, "_conns", {}).get(key)
-        while idle and _hung_up(idle[0][0]):
-            proto, _ = idle.popleft()
-            proto.close()
-        connection = await super()._get(key, traces)
-        if connection is not None:
-            _reused.set(True)
-        return connection
+        while (connection := await super()._get(key, traces)) is not None:
+            if not _hung_up(connection.protocol):
+                _reused.set(True)
+                return connection
+            connection.close()  # never reused: closed, and the next idle one is looked at
+        return None
 
 
 def _stale(exc: BaseException) -> bool:
