@@ -154,8 +154,8 @@ async def bench(args: argparse.Namespace, base_url: str, db_url: str) -> dict[st
     store.migrate()
     library = load_library()
     await asyncio.to_thread(retrieval.warm, list(library.modules.values()))
-    # As the app (auto: the model screen too), or --screen off: only the tutor's calls, so the
-    # server's one slot keeps the tutor's prompt from turn to turn.
+    # As the app (auto: the model screen's call beside every turn, on the same server), or
+    # --screen off: only the tutor's calls.
     safety = SafetySettings.from_env({"TUTOR_SAFETY_MODEL_SCREEN": args.screen})
     provider = make_provider(settings)
     engine = Engine(store, provider, library, settings, safety=safety)
