@@ -58,7 +58,9 @@ def report(request, llama) -> dict:
 
 
 def calls(turn: dict) -> list[dict]:
-    return [a for a in turn["attempts"] if a["outcome"] != "skipped"]
+    """The turn's model calls: not a skipped one, nor the module's own turn standing in for
+    a failed reply (tutor.turns.fallback_lesson: no model was asked)."""
+    return [a for a in turn["attempts"] if a["outcome"] not in ("skipped", "fallback")]
 
 
 def where(turn: dict) -> str:
