@@ -42,7 +42,8 @@ def test_the_second_turn_reads_the_stable_prefix_from_the_servers_cache(llama):
     one, two = asyncio.run(go())
     assert two.tokens_cached is not None, "the server did not say, in a stream, what it read from its cache"
     # More than the rules alone (~250 tokens: all that the previous layout's turns had in
-    # common) and more than the first turn found; not necessarily all ~1,900 tokens of the
-    # stable part, as Gemma's sliding-window cache goes back to a checkpoint.
-    assert two.tokens_cached >= 512 and two.tokens_cached > (one.tokens_cached or 0), (one, two)
+    # common); not necessarily all ~1,900 tokens of the stable part, as Gemma's sliding-window
+    # cache goes back to a checkpoint. The first turn may find the prefix already cached too
+    # (a server the session's other tests used), so the two are not compared.
+    assert two.tokens_cached >= 512, (one, two)
     assert two.tokens_cached <= two.tokens_in
