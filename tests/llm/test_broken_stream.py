@@ -13,6 +13,7 @@ from sqlmodel import select
 
 from tests.fakes import wire
 from tests.fakes.servers import Scripted, settings_for
+from tests.llm.test_deadline import Listener  # the same recording listener
 from tutor.content.modules import load_library
 from tutor.llm import ChatMessage, CompletionRequest, make_provider, run_turn
 from tutor.llm.base import LearnerInput
@@ -24,16 +25,6 @@ MESSAGES = [ChatMessage("system", "Reply with one JSON object."), ChatMessage("u
 SECOND = "Your heart beats faster as the body gets ready to act, and then it settles by degrees."
 
 
-class Listener:
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.statuses: list[str] = []
-
-    async def text(self, raw: str) -> None:
-        self.texts.append(raw)
-
-    async def status(self, status: str) -> None:
-        self.statuses.append(status)
 
 
 def reply_text() -> str:
