@@ -11,7 +11,8 @@ from tests.fakes import wire
 from tests.fakes.servers import Scripted, settings_for
 from tutor.contract import parse
 from tutor.llm import ChatMessage, Completion, CompletionRequest, make_provider, run_turn
-from tutor.llm.policy import APOLOGY_TEXT, looks_like_refusal
+from tutor.llm.policy import looks_like_refusal
+from tutor.llm.replies import APOLOGY_TEXT
 
 HISTORY = [
     ChatMessage("system", "You are a tutor for 'Understanding anxiety'. Reply with one JSON object."),

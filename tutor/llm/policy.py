@@ -33,6 +33,8 @@ or sends an error event: `streaming.read_stream`) ends the turn the same way, ne
 again or re-asked: what arrived is kept as for the deadline, flagged `interrupted`; the
 audit row says outcome `interrupted` with the error and the operator's hint. With nothing
 readable to keep it fails closed as a transport failure (`transport_error`).
+
+What a turn cut short keeps, and failing closed, are `tutor.llm.fail_closed`.
 """
 
 from __future__ import annotations
@@ -45,24 +47,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
-from tutor.contract import ParsedReply, TutorResponse, parse
-from tutor.contract.partial import preview
+from tutor.contract import ParsedReply
 from tutor.llm.base import Completion, CompletionRequest, Provider
 from tutor.llm.budget import BudgetCheck, check_budget, estimate_text_tokens, estimate_tokens, trim_harder
 from tutor.llm.context import context_window, learn
 from tutor.llm.config import LLMSettings
 from tutor.llm.errors import ContextOverflow, DeadlineExceeded, LLMError, ProviderFailure, RateLimited, scrub
+from tutor.llm.fail_closed import _cut, _cut_short, _fallback, _repeated, _truncated, _with_flags
 from tutor.llm.reask import Tried, build_reask, classify
-from tutor.llm.replies import (
-    APOLOGY_TEXT,
-    BUDGET_TEXT,
-    DEADLINE_TEXT,
-    STOPPED_TEXT,
-    apology_response,
-    looks_like_refusal,
-)
+from tutor.llm.replies import BUDGET_TEXT, apology_response, looks_like_refusal
 from tutor.llm.streaming import TurnListener, read_stream
-from tutor.llm.usable import Sent, gate
+from tutor.llm.usable import Sent
 
 __all__ = [
     "AttemptRecord",
@@ -288,12 +283,6 @@ class _Turn:
                             self.tokens_used, cost)
 
 
-def _with_flags(parsed: ParsedReply, *extra: str) -> ParsedReply:
-    flags = list(parsed.flags)
-    flags += [f for f in extra if f and f not in flags]
-    return replace(parsed, flags=flags)
-
-
 async def run_turn(
     provider: Provider,
     request: CompletionRequest,
@@ -363,22 +352,6 @@ async def run_turn(
     return turn.result(_fallback(tries, fallback_suggestion, *extra), completion, operator_message)
 
 
-def _truncated(t: Tried) -> list[str]:
-    """A reply cut at the token limit (or for repeating itself) keeps saying so, even when
-    its repair was accepted."""
-    reason = t.completion.finish_reason if t.completion is not None else None
-    return {"length": ["truncated"], "repetition": ["repetition"]}.get(reason or "", [])
-
-
-def _repeated(t: Tried) -> list[str]:
-    return ["repetition"] if t.completion is not None and t.completion.finish_reason == "repetition" else []
-
-
-def _cut_short(t: Tried) -> bool:
-    """Ended by the learner's Stop, the deadline or a broken stream: never re-asked."""
-    return t.completion is not None and t.completion.finish_reason in ("stopped", "deadline", "interrupted")
-
-
 def _late(turn: _Turn) -> str | None:
     """What the operator should know about a turn cut short: the deadline, or the broken
     stream's hint."""
@@ -386,58 +359,3 @@ def _late(turn: _Turn) -> str | None:
         return turn.late.operator_message
     broken = turn.records[-1] if turn.records and turn.records[-1].outcome == "interrupted" else None
     return (broken.hint or broken.error) if broken is not None else None
-
-
-def _cut(t: Tried, tries: list[Tried], suggestion: str | None, *extra: str, sent: Sent | None = None) -> ParsedReply:
-    """A reply cut short (Stop, the deadline) keeps what was honestly recovered of the text
-    so far: the contract's ladder, else the text blocks a preview could read. With nothing
-    to keep, Stop says so calmly and the deadline fails closed (`tries`, newest first)."""
-    assert t.completion is not None
-    reason, raw = t.completion.finish_reason or "stopped", t.completion.text
-    # What is kept passes the content gate too (tutor.llm.usable): junk is never kept.
-    parsed, verdict = gate(parse(raw, finish_reason="length"), sent)  # as unfinished as a reply cut at the limit
-    if parsed.response is not None and parsed.outcome != "invalid" and verdict is not None and verdict.usable:
-        return _with_flags(parsed, *extra, reason)
-    junk = list(verdict.flags) if verdict is not None else []
-    blocks = [{"type": b.type, "content": b.content, **({"level": b.level} if b.level else {})}
-              for b in preview(raw).blocks if b.content.strip()]
-    if blocks:
-        response = TutorResponse.model_validate(
-            {"content": {"text_blocks": blocks}, "meta": {"response_type": "conversational"}})
-        kept, verdict = gate(ParsedReply("repaired", response, [*extra, "partial", reason], [], raw), sent)
-        if verdict is not None and verdict.usable:
-            return kept
-        junk += verdict.flags if verdict is not None else []
-    extra = (*extra, *dict.fromkeys(f for f in junk if f != "template_token"))
-    if reason == "deadline":
-        return _fallback(tries, suggestion, *extra, "deadline")
-    if reason == "interrupted":
-        return _fallback(tries, suggestion, *extra, "interrupted", "transport_error")
-    response = apology_response(STOPPED_TEXT)
-    response.meta.response_type = "conversational"
-    return ParsedReply("invalid", response, [*extra, "stopped"], ["stopped before any text"], raw)
-
-
-def _went_wrong(t: Tried) -> str | None:
-    if _cut_short(t):
-        return "transport_error" if t.completion.finish_reason == "interrupted" else "deadline"  # type: ignore[union-attr]
-    if isinstance(t.error, DeadlineExceeded):
-        return "deadline"
-    return t.problem or (t.error and "transport_error")
-
-
-def _fallback(tries: list[Tried], suggestion: str | None, *extra: str) -> ParsedReply:
-    """Fail closed: raw text as markdown when there is some worth showing (never a reply
-    the deadline cut: its readable part was already kept), else an apology."""
-    for t in tries:  # newest first
-        if t.showable and t.parsed is not None and not _cut_short(t):
-            return _with_flags(t.parsed, *_truncated(t), *extra, "needs_review")
-    raw = next((t.completion.text for t in tries if t.completion and t.completion.text.strip()), "")
-    late = "deadline" in extra
-    reasons = [p for t in tries if (p := _went_wrong(t))]
-    errors = [f"no usable reply: {', '.join(dict.fromkeys(reasons)) or 'transport error'}"]
-    flags = ["refusal"] if "refusal" in reasons else []
-    flags += [f for t in tries for f in t.junk]  # the content gate's reasons (tutor.llm.usable)
-    apology = ParsedReply("invalid", apology_response(DEADLINE_TEXT if late else APOLOGY_TEXT, suggestion),
-                          [], errors, raw)
-    return _with_flags(apology, *flags, *extra, "needs_review", "fallback_apology")
