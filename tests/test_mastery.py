@@ -1,4 +1,4 @@
-"""Seen and mastered, both the server's (tutor.progress, tutor.teach.teaching.plan_check): on the
+"""Seen and mastered, both the server's (tutor.progress, tutor.teach.check_plan.plan_check): on the
 sample module, where 24 of 25 topics have checks."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from tutor.progress import (
     shown_topics,
 )
 from tutor.teach.intent import classify
-from tutor.teach.teaching import CheckHistory, mastered_from, plan_check
+from tutor.teach.check_plan import plan_check
+from tutor.teach.teaching import CheckHistory, mastered_from
 
 SAMPLE = load_library(REPO_ROOT / "modules").get("understanding_anxiety")
 CHECKED = [t.id for t in SAMPLE.topics if t.checks]

@@ -2,8 +2,8 @@
 answers it (hybrid retrieval), checks of understanding (the JUDGE contract and the built-in
 judge), verification of quoted citations, mastery and progress, and the teaching steps of a
 turn (`teaching`: called by tutor.turns.engine). For a turn: what a learner's message is
-(`intent`, `understanding`), the check's form and the score's callout (`feedback`), and the
-judge as a model call (`judge_call`).
+(`intent`, `understanding`), which check to ask (`check_plan`), the check's form and the
+score's callout (`feedback`), and the judge as a model call (`judge_call`).
 
 May import understand, content, render, llm, contract and storage; never turns or web. The
 module format for checks and sources lives in `tutor.content.material`.

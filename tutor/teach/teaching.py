@@ -11,7 +11,7 @@ Before the tutor speaks (`prepare`):
    the JUDGE contract (tutor.teach.judge_call); a judge that fails leaves the answer unscored
    (flags judge_failed, needs_review), never with an invented score;
 3. a question or a remark finds the module's best passages (tutor.teach.retrieve);
-4. which check to ask now (`plan_check`): the same one again after an answer below its
+4. which check to ask now (tutor.teach.check_plan): the same one again after an answer below its
    threshold (or a question asked while it was open); else the check of the most recently
    seen topic not asked yet; once every topic is seen, the unmastered check asked longest
    ago. None while the learner asks questions, skips, follows a form's `next_topic`, or
@@ -38,7 +38,7 @@ from tutor.content.material import Check
 from tutor.content.modules import Module, Topic
 from tutor.contract import Citation, Form, NextStep, ParsedReply, TextBlock, TutorResponse
 from tutor.i18n import translator
-from tutor.llm.base import CheckData, JudgedData, PassageData, Provider, TeachingContext
+from tutor.llm.base import JudgedData, PassageData, Provider, TeachingContext
 from tutor.llm.config import LLMSettings
 from tutor.llm.policy import AttemptRecord
 from tutor.progress import ProgressState, ProgressUpdate
@@ -46,6 +46,7 @@ from tutor.render.views import ProgressView
 from tutor.storage.store import Store
 from tutor.teach import judge_builtin, module_sources, retrieve, verify_quote
 from tutor.teach.builtin_judge import topic_material
+from tutor.teach.check_plan import plan_check
 from tutor.teach.feedback import (
     ANSWER_FIELD,
     CHECK_FORM_PREFIX,
@@ -72,7 +73,7 @@ from tutor.teach.understanding import understand_async
 from tutor.understand import EmbedderUnavailable
 
 __all__ = [
-    "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "plan_check", "prepare",
+    "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "prepare",
     "progress_view", "with_mastery", "with_scores", "with_server_meta",
     # tutor.teach.mastery's, re-exported: the engine, tutor.turns.turn_store and the console read them here
     "check_history", "mastered_from", "read_history", "read_scores",
@@ -86,10 +87,6 @@ log = logging.getLogger(__name__)
 PASSAGES = 3  # passages that travel with a turn
 # The reader's intents as the lesson's flow names them (tutor.llm.base.TeachingContext).
 _FLOW = {"next": "navigate"}
-# Messages after which the open check stays open (asked again below the reply), and those
-# the tutor answers without moving the lesson on.
-_KEEPS_CHECK = ("retry", "question", "share", "more", "off_topic", "medical")
-_ANSWERED = ("more", "off_topic", "medical")
 SHARE_FITS = 0.86  # a personal share gets a passage only when one is this close in meaning
 
 
@@ -230,59 +227,6 @@ async def _judge(
     plan.feedback = feedback_block(topic.title, result.score, check.threshold, result.feedback, module.language)
     return JudgedData(check.id, topic.id, topic.title, check.question, result.score, check.threshold,
                       result.score >= check.threshold, result.feedback)
-
-
-def plan_check(
-    module: Module, state: ProgressState, history: CheckHistory, intent: str, answered: Check | None,
-    goto: str | None, detected: Iterable[str],
-) -> CheckData | None:
-    """The check to ask this turn, if any (see the module docstring)."""
-    def still_open(check: Check) -> bool:
-        return history.best(check.id) < check.threshold
-
-    last = module.find_check(history.last_asked) if history.last_asked else None
-    if answered is not None:
-        if still_open(answered):
-            return _ask(module, answered, again=True)
-    elif intent in _KEEPS_CHECK and last is not None and still_open(last[1]):
-        return _ask(module, last[1], again=True)  # a question does not close the check
-    if intent == "exercise":
-        return _practice(module, state, history)
-    if intent in ("question", "summary", *_ANSWERED) or goto or (intent == "navigate" and set(detected)):
-        return None
-    if intent == "skip" and progress_mod.next_topic(module, state) is not None:
-        return None  # skipping moves the lesson on; the check comes back at the end
-    for topic_id in reversed(state.covered):
-        topic = module.topic(topic_id)
-        for check in topic.checks if topic else ():
-            if still_open(check) and check.id not in history.asked:
-                return _ask(module, check)
-    if progress_mod.next_topic(module, state) is None and not progress_mod.is_complete(module, state):
-        waiting = [c for t in module.topics for c in t.checks if still_open(c)]
-        skipped = last[1].id if last is not None and answered is None else None
-        pool = [c for c in waiting if c.id != skipped] or waiting
-        if pool:
-            check = min(pool, key=lambda c: history.asked.get(c.id, -1))  # never asked first, then oldest
-            return _ask(module, check, again=check.id in history.asked, review=True)
-    return None
-
-
-def _practice(module: Module, state: ProgressState, history: CheckHistory) -> CheckData | None:
-    """"Give me an exercise": the check of the topic taught last that is not mastered yet,
-    else of any topic taught; None when every one of them is (the lesson goes on)."""
-    for topic_id in reversed(state.covered):
-        topic = module.topic(topic_id)
-        for check in topic.checks if topic else ():
-            if history.best(check.id) < check.threshold:
-                return _ask(module, check, again=check.id in history.asked)
-    return None
-
-
-def _ask(module: Module, check: Check, *, again: bool = False, review: bool = False) -> CheckData:
-    found = module.find_check(check.id)
-    assert found is not None
-    topic = found[0]
-    return CheckData(check.id, topic.id, topic.title, check.question, again=again, review=review)
 
 
 def _form_next_topic(module: Module, form_id: str | None, answers: dict[str, Any]) -> str | None:

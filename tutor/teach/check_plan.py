@@ -1,0 +1,74 @@
+"""Which check of understanding the tutor asks this turn (`plan_check`, called by
+tutor.teach.teaching.prepare): the same one again after an answer below its threshold (or a
+question asked while it was open); else the check of the most recently seen topic not asked
+yet; once every topic is seen, the unmastered check asked longest ago. None while the
+learner asks questions, skips, follows a form's `next_topic`, or asks for a topic by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tutor import progress as progress_mod
+from tutor.content.material import Check
+from tutor.content.modules import Module
+from tutor.llm.base import CheckData
+from tutor.progress import ProgressState
+from tutor.teach.mastery import CheckHistory
+
+# Messages after which the open check stays open (asked again below the reply), and those
+# the tutor answers without moving the lesson on.
+_KEEPS_CHECK = ("retry", "question", "share", "more", "off_topic", "medical")
+_ANSWERED = ("more", "off_topic", "medical")
+
+
+def plan_check(
+    module: Module, state: ProgressState, history: CheckHistory, intent: str, answered: Check | None,
+    goto: str | None, detected: Iterable[str],
+) -> CheckData | None:
+    """The check to ask this turn, if any (see the module docstring)."""
+    def still_open(check: Check) -> bool:
+        return history.best(check.id) < check.threshold
+
+    last = module.find_check(history.last_asked) if history.last_asked else None
+    if answered is not None:
+        if still_open(answered):
+            return _ask(module, answered, again=True)
+    elif intent in _KEEPS_CHECK and last is not None and still_open(last[1]):
+        return _ask(module, last[1], again=True)  # a question does not close the check
+    if intent == "exercise":
+        return _practice(module, state, history)
+    if intent in ("question", "summary", *_ANSWERED) or goto or (intent == "navigate" and set(detected)):
+        return None
+    if intent == "skip" and progress_mod.next_topic(module, state) is not None:
+        return None  # skipping moves the lesson on; the check comes back at the end
+    for topic_id in reversed(state.covered):
+        topic = module.topic(topic_id)
+        for check in topic.checks if topic else ():
+            if still_open(check) and check.id not in history.asked:
+                return _ask(module, check)
+    if progress_mod.next_topic(module, state) is None and not progress_mod.is_complete(module, state):
+        waiting = [c for t in module.topics for c in t.checks if still_open(c)]
+        skipped = last[1].id if last is not None and answered is None else None
+        pool = [c for c in waiting if c.id != skipped] or waiting
+        if pool:
+            check = min(pool, key=lambda c: history.asked.get(c.id, -1))  # never asked first, then oldest
+            return _ask(module, check, again=check.id in history.asked, review=True)
+    return None
+
+
+def _practice(module: Module, state: ProgressState, history: CheckHistory) -> CheckData | None:
+    """"Give me an exercise": the check of the topic taught last that is not mastered yet,
+    else of any topic taught; None when every one of them is (the lesson goes on)."""
+    for topic_id in reversed(state.covered):
+        topic = module.topic(topic_id)
+        for check in topic.checks if topic else ():
+            if history.best(check.id) < check.threshold:
+                return _ask(module, check, again=check.id in history.asked)
+    return None
+
+
+def _ask(module: Module, check: Check, *, again: bool = False, review: bool = False) -> CheckData:
+    found = module.find_check(check.id)
+    assert found is not None
+    topic = found[0]
+    return CheckData(check.id, topic.id, topic.title, check.question, again=again, review=review)
