@@ -3,8 +3,9 @@
 The order matters: the learner message is committed before any model call, so no fault
 downstream can lose it; progress is the server's, computed from evidence, never taken on
 the model's word alone. The database half lives in `tutor.turns.conversations`; the model half
-(streaming, re-ask, fail closed) in `tutor.llm.policy`. A caller may listen to a turn as
-it is written (`listener`) and stop it (`Engine.stop`).
+in `tutor.turns.model_turn` (the request, the policy called) and `tutor.llm.policy` (streaming,
+re-ask, fail closed). A caller may listen to a turn as it is written (`listener`) and stop it
+(`Engine.stop`).
 """
 
 from __future__ import annotations
@@ -18,15 +19,10 @@ import weakref
 from tutor import progress as progress_mod
 from tutor.access.usage import LimitReached, UsageLimits
 from tutor.content.modules import Library, Module
-from tutor.contract import ParsedReply
-from tutor.i18n import translator
-from tutor.llm.base import CompletionRequest, LearnerInput, Provider, TurnContext
+from tutor.llm.base import LearnerInput, Provider
 from tutor.llm.config import LLMSettings
 from tutor.llm.gate import ModelGate, gated, reporting
-from tutor.llm.policy import PolicyResult, apology_response, run_turn
-from tutor.llm.replies import ENGINE_ERROR_TEXT, localize_own_words
 from tutor.llm.streaming import TurnListener
-from tutor.progress import ProgressState
 from tutor.render.views import (
     ConversationSummary,
     ConversationView,
@@ -46,10 +42,11 @@ from tutor.settings import REPLY_LEASE_S
 from tutor.storage import dbfaults
 from tutor.storage.store import Store
 from tutor.teach import mastery, teaching
-from tutor.turns import claims, fallback_lesson, prompts, turn_store
+from tutor.turns import claims, turn_store
 from tutor.turns import conversations as db
 from tutor.turns.alerts import Alerter
 from tutor.turns.conversations import OPENING, InputError, PendingTurn
+from tutor.turns.model_turn import call_policy, model_request
 
 __all__ = ["Engine", "InputError", "PendingTurn"]
 
@@ -314,26 +311,11 @@ class Engine:
                                       pending, inputs.progress, detected, history=checks,
                                       recent=[m.content for m in inputs.history[-6:] if m.role == "assistant"])
         interim = plan.interim
-        messages = prompts.build_messages(module, interim, inputs.history, pending.prompt_text if pending else None,
-                                          teaching=plan.context)
-        context = TurnContext(
-            module=module,
-            progress=interim,
-            detected=detected,
-            learner=pending.learner_input if pending else None,
-            turn_index=inputs.turn_index,
-            teaching=plan.context,
-        )
-        request = CompletionRequest(
-            messages=messages,
-            temperature=self.settings.temperature,
-            max_tokens=self.settings.max_tokens,
-            strategy=self.settings.strategy,  # type: ignore[arg-type]
-            context=context,
-        )
+        request = model_request(self.settings, module, plan, inputs, pending, detected)
         stop = self._stops[conversation_id] = asyncio.Event()
         try:
-            result = await self._call_policy(request, module, interim, inputs.tokens_used, listener, stop)
+            result = await call_policy(self.provider, self.settings, request, module, interim, inputs.tokens_used,
+                                       listener, stop)
         finally:
             self._stops.pop(conversation_id, None)
         if model_screen is not None and pending is not None and screened is not None:
@@ -401,28 +383,6 @@ class Engine:
             risks=[{"label": r.label, "confidence": r.confidence, "source": r.source, "severity": r.severity,
                     "evidence": r.evidence} for r in risks],
         )
-
-    async def _call_policy(
-        self, request: CompletionRequest, module: Module, state: ProgressState, tokens_used: int,
-        listener: TurnListener | None, stop: asyncio.Event,
-    ) -> PolicyResult:
-        nxt = progress_mod.next_topic(module, state)
-        t = translator(module.language)  # the tutor's own words in the module's language
-        suggestion = t("Tell me about {topic}", topic=nxt.title) if nxt is not None else None
-        try:
-            result = await run_turn(
-                self.provider, request, self.settings,
-                fallback_suggestion=suggestion, conversation_tokens_used=tokens_used,
-                listener=listener, stop=stop,
-            )
-        except Exception as exc:  # the learner must never be stuck on our bug
-            log.exception("turn policy failed")
-            flags = ["engine_error", "needs_review"]
-            apology = apology_response(ENGINE_ERROR_TEXT, suggestion)
-            result = PolicyResult(ParsedReply("invalid", apology, flags, [type(exc).__name__], ""), [], flags, None)
-        result = fallback_lesson.lesson_instead(result, request, module.language)  # no apology alone
-        localize_own_words(result.parsed.response, module.language)
-        return result
 
     def _view(self, conversation_id: int) -> ConversationView:
         conv, learner_key, state, messages, scored = turn_store.view_state(self.store, conversation_id)
