@@ -8,7 +8,8 @@ worker that stalled past its lease never stores a second reply). A worker that d
 renewing; once the lease has expired, another worker takes the claim over and answers.
 
 Plain synchronous functions over a Store, like tutor.turns.conversations; the engine runs them
-in a worker thread.
+in a worker thread. `answer_claimed` is the loop a turn is answered in: claim, answer under
+the heartbeat, or wait for another worker's reply.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, delete, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -29,8 +31,12 @@ from tutor.storage.dbfaults import DatabaseUnavailable, report
 from tutor.storage.statements import Statement
 from tutor.storage.store import Message, ReplyClaim, Store, utcnow
 
-__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "claim", "claim_or_answered", "claim_or_answered_on",
-           "current_holder", "holder_of", "newest_message_id", "release", "renew"]
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.turns.turn_store import TurnStart
+
+__all__ = ["OPENING_SEQ", "ClaimLost", "Heartbeat", "answer_claimed", "claim", "claim_or_answered",
+           "claim_or_answered_on", "current_holder", "holder_of", "newest_message_id", "release", "release_guard",
+           "renew"]
 
 log = logging.getLogger(__name__)
 
@@ -214,3 +220,40 @@ class Heartbeat:
                 log.info("conversation %s: the claim on message %s is gone", self.conversation_id, self.seq)
                 return
             await asyncio.sleep(self.lease_s / 3)
+
+
+CLAIM_POLL_S = 0.5  # how often a worker waiting on another's reply looks for it
+
+
+async def answer_claimed(store: Store, conversation_id: int, seq: int, lease_s: float, holder: str,
+                         answer: Callable[[Any], Awaitable[Any]], stored_result: Callable[[int, int], Any],
+                         start: TurnStart | None = None) -> Any:
+    """Answer message `seq` only while holding its claim: another worker (another tab, another
+    machine) answering it meanwhile is waited for, and its stored reply returned
+    (`stored_result(conversation_id, reply_id)`, run in the store's thread); a dead worker's
+    claim is taken over once its lease expires. `start`: the first look, already taken by
+    turn_store.begin (with the turn's reads, handed to `answer`; later tries read again)."""
+    while True:
+        if start is not None:
+            got, stored, reads, start = start.got, start.stored, start.reads, None
+        else:
+            got, stored = await store.run(
+                claim_or_answered, store, conversation_id, seq, lease_s, holder)
+            reads = None
+        if stored is not None:  # answered while we looked: show that reply
+            return await store.run(stored_result, conversation_id, stored)
+        if got:
+            try:
+                async with Heartbeat(store, conversation_id, seq, lease_s, holder):
+                    return await answer(reads)
+            except ClaimLost:
+                log.warning("conversation %s: reply to %s discarded, another worker answered it",
+                            conversation_id, seq)
+                continue
+        await asyncio.sleep(CLAIM_POLL_S)
+
+
+def release_guard(conversation_id: int, upto: int | None, holder: str) -> Callable[[Connection], None]:
+    """store_reply's guard: the reply is stored only while we still hold its claim."""
+    seq = OPENING_SEQ if upto is None else upto
+    return lambda session: release(session, conversation_id, seq, holder)

@@ -52,7 +52,6 @@ __all__ = ["Engine", "InputError", "PendingTurn"]
 
 log = logging.getLogger(__name__)
 
-CLAIM_POLL_S = 0.5  # how often a worker waiting on another's reply looks for it
 
 class Engine:
     def __init__(
@@ -224,29 +223,10 @@ class Engine:
 
     async def _claimed(self, conversation_id: int, seq: int, answer,
                        start: turn_store.TurnStart | None = None) -> TurnResult:
-        """Answer message `seq` only while holding its claim (tutor.turns.claims): another worker
-        (another tab, another machine) answering it meanwhile is waited for, and its stored
-        reply returned; a dead worker's claim is taken over once its lease expires.
-        `start`: the first look, already taken by turn_store.begin (with the turn's reads,
-        handed to `answer`; later tries read again)."""
-        while True:
-            if start is not None:
-                got, stored, reads, start = start.got, start.stored, start.reads, None
-            else:
-                got, stored = await self.store.run(
-                    claims.claim_or_answered, self.store, conversation_id, seq, self.lease_s, self.holder)
-                reads = None
-            if stored is not None:  # answered while we looked: show that reply
-                return await self.store.run(self._stored_result, conversation_id, stored)
-            if got:
-                try:
-                    async with claims.Heartbeat(self.store, conversation_id, seq, self.lease_s, self.holder):
-                        return await answer(reads)
-                except claims.ClaimLost:
-                    log.warning("conversation %s: reply to %s discarded, another worker answered it",
-                                conversation_id, seq)
-                    continue
-            await asyncio.sleep(CLAIM_POLL_S)
+        """Answer message `seq` only while holding its claim (tutor.turns.claims.answer_claimed);
+        a reply another worker stored meanwhile is returned instead."""
+        return await claims.answer_claimed(self.store, conversation_id, seq, self.lease_s, self.holder,
+                                           answer, self._stored_result, start)
 
     async def _keep(self, store_reply, *args, **kwargs) -> MessageView:
         """Store a reply, again while the database is unavailable (tutor.storage.dbfaults), for up to
@@ -339,7 +319,8 @@ class Engine:
             attempts=[*(screened.attempts if screened else ()), *plan.attempts, *result.attempts],
             state=update.state, reply_to_seq=upto,
             risks=turn_store.risk_rows(pending, module, screened) if pending and screened else [],
-            guard=_release(conversation_id, upto, self.holder), checks=plan.rows, typed_answer=plan.typed_answer,
+            guard=claims.release_guard(conversation_id, upto, self.holder), checks=plan.rows,
+            typed_answer=plan.typed_answer,
         )
         await self._spend(conversation_id,
                           [*(screened.attempts if screened else ()), *plan.attempts, *result.attempts])
@@ -372,7 +353,7 @@ class Engine:
             raw=json.dumps(response.to_json_dict(), ensure_ascii=False),
             shown=_with_server_meta(response, module, update), outcome="valid",
             flags=screened.turn_flags(), attempts=screened.attempts, state=update.state,
-            reply_to_seq=upto, risks=risks, guard=_release(pending.conversation_id, upto, self.holder),
+            reply_to_seq=upto, risks=risks, guard=claims.release_guard(pending.conversation_id, upto, self.holder),
         )
         await self._spend(pending.conversation_id, screened.attempts)
         if self.alerts is not None and screened.imminent:
@@ -398,12 +379,6 @@ class Engine:
                 module, next((m.response for m in reversed(messages) if m.role == "tutor"), None))),
             awaiting_reply=not messages or unanswered is not None,
         )
-
-
-def _release(conversation_id: int, upto: int | None, holder: str):
-    """store_reply's guard: the reply is stored only while we still hold its claim."""
-    seq = claims.OPENING_SEQ if upto is None else upto
-    return lambda session: claims.release(session, conversation_id, seq, holder)
 
 
 _with_server_meta = teaching.with_server_meta
