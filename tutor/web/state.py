@@ -4,7 +4,8 @@ How new content reaches the page without re-sending history is one mechanism, de
 in `tutor.turns.live`: the history once at load, one small bucket per turn since (the learner's
 message and the reply to it, and the forms the turn closed), and the reply being written
 in slots of its own (`StreamFeed`). After LIVE_BUCKETS turns without a reload, the buckets
-join the history (`fold_buckets`: no database read, nothing rendered again).
+join the history (`fold_buckets`: no database read, nothing rendered again). What the page
+shows of the conversation, bucket by bucket, is ChatLive's (tutor/web/chat_live.py).
 """
 
 from __future__ import annotations
@@ -17,34 +18,22 @@ from urllib.parse import parse_qs, urlsplit
 import reflex as rx
 
 from tutor.content.modules import ModuleNotServable, public_problem
-from tutor.contract import Form
 from tutor.i18n import N_, supported, translator
-from tutor.render.display import (
-    FormState,
-    MessageItem,
-    ProgressItem,
-    answer_lines,
-    answered_in_chat,
-    message_item,
-    progress_item,
-)
+from tutor.render.display import FormState, MessageItem, ProgressItem, progress_item
 from tutor.render.progress_display import CompletionItem, completion_item
-from tutor.render.views import ConversationView, MessageView, ProgressView, TurnResult
+from tutor.render.views import ConversationView, ProgressView
 from tutor.storage import dbfaults
 from tutor.turns.claims import current_holder
 from tutor.turns.engine import InputError
-from tutor.turns.live import PagePreview, empty_slots, fold_buckets, stream_vars
+from tutor.turns.live import PagePreview, empty_slots, stream_vars
 from tutor.turns.runtime import get_engine
 from tutor.web.auth_state import TutorState
-from tutor.web.chat_history import message_items, open_forms, read_conversation
+from tutor.web.chat_history import message_items, read_conversation
+from tutor.web.chat_live import HISTORY, LIVE_BUCKETS, ChatLive
 from tutor.web.chat_sending import ChatSending
 from tutor.web.page_words import page_word, start_page_words  # noqa: F401 (start_page_words: re-exported)
 
 log = logging.getLogger(__name__)
-
-LIVE_BUCKETS = 128  # turns since the page loaded before the buckets join the history
-HISTORY = -1  # "bucket" index of the history loaded with the page
-
 
 _bucket_annotations: dict[str, Any] = {}
 for _i in range(LIVE_BUCKETS):
@@ -53,7 +42,7 @@ for _i in range(LIVE_BUCKETS):
 _STREAM_VARS = stream_vars()
 
 
-class ChatState(ChatSending, TutorState):
+class ChatState(ChatLive, ChatSending, TutorState):
     module_id: str = ""
     module_title: str = ""
     conversation_id: int = 0
@@ -213,22 +202,6 @@ class ChatState(ChatSending, TutorState):
         self._apply({k: v for k, v in empty_slots().items() if getattr(self, k) != v})
         self.streaming, self.stream_status = False, ""
 
-    def _show_history(self, messages: list[MessageView], items: list[MessageItem] | None = None) -> None:
-        """Everything stored, with each form's status as stored; live buckets emptied.
-        `items`: the messages already rendered (off the event loop, message_items)."""
-        self.history = items if items is not None else message_items(messages, self.language)
-        self.history_forms = {}
-        for i in range(LIVE_BUCKETS):
-            if getattr(self, f"live_{i}"):
-                setattr(self, f"live_{i}", [])
-            if getattr(self, f"live_forms_{i}"):
-                setattr(self, f"live_forms_{i}", {})
-        self._bucket = self._latest_bucket = HISTORY
-        self._latest_id = max((m.id for m in messages), default=0)
-        latest = next((m for m in reversed(messages) if m.role == "tutor"), None)
-        self.latest_tutor_id = latest.id if latest else 0
-        self._latest_forms = open_forms(latest) if latest else {}
-
     @rx.event(background=True)
     async def respond(self):
         async with self:
@@ -289,63 +262,7 @@ class ChatState(ChatSending, TutorState):
             get_engine().stop(self.conversation_id)
         return rx.set_focus("message")
 
-    def _apply(self, updates: dict[str, Any]) -> None:
-        for name, value in updates.items():
-            setattr(self, name, value)
-
-    def _end_preview(self, preview: PagePreview) -> None:
-        if preview.conversation_id == self.conversation_id:
-            self._apply(preview.feed.clear())
-        self.streaming = False
-        self.stream_status = ""
-
     # ------------------------------------------------------------------ helpers
-
-    def _add_reply(self, result: TurnResult, item: MessageItem | None = None) -> None:
-        reply = result.reply
-        item = item or message_item(reply, self.language)
-        if result.answered is not None:  # a check answered in the message box reads answered where it was asked
-            self._note_forms({f"{self.latest_tutor_id}-{result.answered[0]}": FormState(
-                "answered", answered_in_chat(result.answered[1], translator(self.language)))})
-        self._append(item)
-        self.latest_tutor_id = reply.id
-        self._latest_bucket = self._bucket
-        self._latest_forms = open_forms(reply)
-        self._set_progress(result.progress, celebrate=True)
-        # result.operator_message (addresses, variables, upstream errors) is the operator's:
-        # the engine logged it; the learner's reply already says, calmly, what happened.
-        self.operator_notice = ""
-        self.announcement = self._t("Tutor: {text}", text=item.plain) if item.plain else self._t("Tutor replied.")
-
-    def _append(self, item: MessageItem) -> None:
-        if item.role == "learner" or self._bucket == HISTORY:
-            if self._bucket + 1 >= LIVE_BUCKETS:  # a very long session: the buckets join the history
-                fold_buckets(self, LIVE_BUCKETS)
-                self._bucket = self._latest_bucket = HISTORY
-            self._bucket += 1
-        name = f"live_{self._bucket}"
-        setattr(self, name, [*getattr(self, name), item])
-        self._latest_id = max(self._latest_id, item.id)
-
-    def _close_forms(self, learner: MessageView) -> None:
-        """The learner's turn closed the latest message's open forms (the engine stored
-        that): the one answered shows the answers, the others show as skipped."""
-        if not self._latest_forms:
-            return
-        changed: dict[str, FormState] = {}
-        for form_id, raw in self._latest_forms.items():
-            key = f"{self.latest_tutor_id}-{form_id}"
-            if form_id == learner.form_id:
-                lines = answer_lines(Form.model_validate(raw), learner.answers or {})
-                changed[key] = FormState("submitted", lines)
-            else:
-                changed[key] = FormState("skipped")
-        self._latest_forms = {}
-        self._note_forms(changed)
-
-    def _note_forms(self, changed: dict[str, FormState]) -> None:
-        name = "history_forms" if self._latest_bucket == HISTORY else f"live_forms_{self._latest_bucket}"
-        setattr(self, name, {**getattr(self, name), **changed})
 
     def _set_progress(self, progress: ProgressView, *, celebrate: bool) -> None:
         self.progress = progress_item(progress, self.language)
