@@ -9,13 +9,20 @@ after it arrived, streamed as `--chunks` events spread over the delay (`--no-str
 
 The page's socket is not imitated by hand: the frames each learner sends are the ones a real
 chromium page sent, recorded by `python -m benchmarks.socket_record` into
-benchmarks/socket_frames.json (the socket.io CONNECT packet whose auth payload carries the
-page's hydrate, the on-load events, the send of a typed message with its client id) and
-replayed verbatim over engine.io's websocket transport, with only the tab's own values put
-in (socket token, browser key, client id, text). What comes back is read as the page reads
-it: the deltas' variables (`sent_ids`: the message is stored; `stream_block_*` /
-`stream_tail_*` or a new `latest_tutor_id`: the first block is on the page; `latest_tutor_id`:
-the stored reply is shown; `thinking` false: the tutor is idle).
+benchmarks/socket_frames.json — the socket.io CONNECT packet whose auth payload carries the
+page's hydrate-and-load event, and the send of a typed message with its client id (all the
+page sends for these steps, besides engine.io's pongs) — and replayed verbatim over
+engine.io's websocket transport, with only the tab's own values put in (socket token, client
+id, text). A frontend built for another state tree is told so by the app (`state_mismatch`):
+the benchmark then stops and asks for a new recording. What comes back is read as the page
+reads it: the deltas' variables (`sent_ids`: the message is stored; `stream_block_*` /
+`stream_tail_*` or a new `latest_tutor_id`: the first text is on the page;
+`latest_tutor_id`: the stored reply is shown; `thinking` false: the tutor is idle).
+
+The app runs with the settings of socket_record.bench_env: the loopback model, usage limits
+that a class from one address does not hit, the model safety screen off (the loopback model
+answers every call with a lesson; the offline screen runs). Before the measured waves,
+`--warmup` learners go through once, unmeasured.
 
 Printed per run (one app per `--workers` value; the learner counts run one after another
 against it, fresh learners each time):
@@ -59,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.load_bench import QUESTIONS, database, event_loop
 from benchmarks.loopback_model import loopback_model, pct
 from benchmarks.socket_measure import (
     AppProcesses,
@@ -68,13 +76,6 @@ from benchmarks.socket_measure import (
 )
 from benchmarks.socket_record import FRAMES, MODULE, bench_env
 
-QUESTIONS = [
-    "What does anxiety do in the body?",
-    "Why does my heart race before a presentation?",
-    "How is worry different from anxiety?",
-    "Can you give me an example of avoidance?",
-    "What could I try when I notice it starting?",
-]
 REDIS_DB = 14  # flushed before each multi-worker app starts
 MARK = "_rx_state_"  # Reflex's suffix on a state variable's name in a delta
 
@@ -306,7 +307,6 @@ def check_recorded(recorded: dict[str, Any]) -> None:
 
 
 def run_app(args: argparse.Namespace, root: str, workers: int, recorded: dict[str, Any]) -> list[dict[str, Any]]:
-    from benchmarks.load_bench import database, event_loop
     from tests.browser.app_runner import RunningApp
 
     shared = workers > 1 or args.postgres
