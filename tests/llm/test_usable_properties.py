@@ -11,8 +11,8 @@ markdown), flagged for review, or a reply whose texts hold none of it.
 A marker inside otherwise good text is taken out and the rest shown.
 
 Mutation check (done by hand when the gate changes): make any one rule of tutor.llm.usable
-miss its kind (e.g. `_is_placeholder` returning False, `_loops` returning False) and this
-test finds a counterexample of that kind.
+miss its kind (e.g. `tutor.llm.placeholders.is_placeholder` returning False, `_loops`
+returning False) and this test finds a counterexample of that kind.
 """
 
 from __future__ import annotations

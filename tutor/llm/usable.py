@@ -7,7 +7,7 @@ once and otherwise fails closed, as for an invalid reply. Each reason has its ow
 
 - ``placeholder_text``: a text (block, prompt, suggestion, form label…) that is only a
   placeholder: "...", "…", "string", "<text>", "lorem ipsum", "TODO" and the like, as the
-  whole text (an ellipsis inside a sentence is fine);
+  whole text (an ellipsis inside a sentence is fine; tutor.llm.placeholders);
 - ``empty_text``: a shown text that is blank (after the markers below are taken out);
 - ``echoed_learner``: a text that is the learner's own message handed back;
 - ``echoed_prompt``: a text copied from the instructions the model was sent (the system
@@ -34,6 +34,7 @@ from typing import Any
 
 from tutor.contract import ParsedReply, TutorResponse
 from tutor.llm.markers import END_MARKERS, START_MARKERS
+from tutor.llm.placeholders import is_placeholder
 from tutor.text import words
 
 __all__ = ["JUNK_FLAGS", "Sent", "Verdict", "check", "gate"]
@@ -81,31 +82,6 @@ def _strip_tokens(text: str) -> str:
             pos = role.end()
     out.append(text[pos:])
     return "".join(out).strip()
-
-
-# --------------------------------------------------------------------------- placeholders
-
-_PLACEHOLDER_WORDS = frozenset({
-    "string", "str", "text", "content", "markdown", "paragraph", "heading", "title", "label", "value",
-    "prompt", "suggestion", "suggestions", "example", "placeholder", "todo", "tbd", "fixme", "xxx", "null",
-    "undefined", "your text here", "text here", "insert text here", "your text", "quick reply",
-    "quick replies", "short quick replies", "topic id", "topic_id", "etc", "lorem", "lorem ipsum",
-    "description", "help text", "caption", "alt",
-})
-_LOREM = re.compile(r"^\W*lorem\s+ipsum\b", re.IGNORECASE)
-_BRACKETED = re.compile(r"^\s*(?:<[^<>]{1,40}>|\[[^\[\]]{1,40}\]|\{[^{}]{1,40}\})\s*$")
-_EDGES = re.compile(r"^[\s\W_]+|[\s\W_]+$")
-
-
-def _is_placeholder(text: str) -> bool:
-    if not text.strip():
-        return False  # blank: empty_text
-    if not words(text):
-        return True  # punctuation only: "...", "…", "—", "?!"
-    if _LOREM.match(text) or _BRACKETED.match(text):
-        return True
-    core = _EDGES.sub("", text).casefold().replace("_", " ")
-    return core in _PLACEHOLDER_WORDS or core.replace(" ", "_") in _PLACEHOLDER_WORDS
 
 
 # ------------------------------------------------------------------------------ repetition
@@ -306,7 +282,7 @@ def check(response: dict[str, Any], sent: Sent | None = None) -> Verdict:
             continue
         if hint:
             continue  # an input's placeholder or a media caption may be brief or a pattern
-        if _is_placeholder(clean):
+        if is_placeholder(clean):
             flag("placeholder_text", path, f"{clean[:40]!r} is a placeholder, not text for the learner: "
                                            "write the real words")
             continue

@@ -25,12 +25,12 @@ at 7/10 with criteria 1/1/1, under template words in the green callout. So `sett
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tutor.content.material import Check
 from tutor.i18n import translator
+from tutor.llm.placeholders import has_placeholder
 from tutor.teach.builtin_judge import apply_rules, feedback_words
 from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
 from tutor.text import words
@@ -41,9 +41,6 @@ log = logging.getLogger(__name__)
 
 DISAGREEMENT = 1.0  # points between the model's overall score and its criteria's that are flagged
 
-# Placeholders: ellipses, <name>, [name], {name}, and the rules' own "You explained X ... Y".
-_PLACEHOLDER = re.compile(r"\.\.\.|…|<[^<>]{0,40}>|\[[^\[\]]{0,40}\]|\{[^{}]{0,40}\}"
-                          r"|\b(?:explained|about|mention|covered)\s+[XY]\b")
 # Wording of the judge prompt's template and of the fields' descriptions (tutor.teach.judge,
 # seed 004), echoed back as if it were feedback.
 _ECHOES = ("criterion name", "criteriascores", "accepted alternatives", "full credit needs", "(weight",
@@ -72,7 +69,7 @@ def criteria_score(check: Check, scores: dict[str, float]) -> float:
 def is_template_feedback(feedback: str) -> bool:
     """Placeholders, the prompt's template wording, or nothing of the judge's own."""
     text = feedback.strip()
-    if not text or _PLACEHOLDER.search(text):
+    if not text or has_placeholder(text):  # tutor.llm.placeholders
         return True
     folded = text.casefold()
     if any(echo in folded for echo in _ECHOES):
