@@ -53,7 +53,7 @@ from tutor.llm.budget import BudgetCheck, check_budget, estimate_text_tokens, es
 from tutor.llm.context import context_window, learn
 from tutor.llm.config import LLMSettings
 from tutor.llm.errors import ContextOverflow, DeadlineExceeded, LLMError, ProviderFailure, RateLimited, scrub
-from tutor.llm.fail_closed import _cut, _cut_short, _fallback, _repeated, _truncated, _with_flags
+from tutor.llm.fail_closed import cut, cut_short, fallback, repeated, truncated, with_flags
 from tutor.llm.reask import Tried, build_reask, classify
 from tutor.llm.replies import BUDGET_TEXT, apology_response, looks_like_refusal
 from tutor.llm.streaming import TurnListener, read_stream
@@ -306,24 +306,24 @@ async def run_turn(
     if not check.ok:
         turn.skip(check.request, check, "first")
         apology = ParsedReply("invalid", apology_response(BUDGET_TEXT), [], [check.message or ""], "")
-        return turn.result(_with_flags(apology, check.flag, "needs_review", "fallback_apology"), None, check.message)
+        return turn.result(with_flags(apology, check.flag, "needs_review", "fallback_apology"), None, check.message)
     extra = [f for f in check.flags if f in ("history_trimmed", "max_tokens_lowered")]
     turn.sent = Sent.of(request)
 
     first = await turn.attempt(check.request, "first")
     if turn.trimmed and "history_trimmed" not in extra:
         extra.append("history_trimmed")
-    if _cut_short(first):
-        return turn.result(_cut(first, [first], fallback_suggestion, *extra, sent=turn.sent), first.completion,
+    if cut_short(first):
+        return turn.result(cut(first, [first], fallback_suggestion, *extra, sent=turn.sent), first.completion,
                            _late(turn))
     if first.usable:
-        return turn.result(_with_flags(first.parsed, *extra, *_truncated(first)), first.completion)
+        return turn.result(with_flags(first.parsed, *extra, *truncated(first)), first.completion)
     if first.error is not None:
         hint = first.error.operator_message
         if first.error.retryable:
             hint += f" (gave up after {settings.max_retries + 1} tries)"
         fault = "deadline" if turn.late else "transport_error"
-        return turn.result(_fallback([first], fallback_suggestion, *extra, fault), None, hint)
+        return turn.result(fallback([first], fallback_suggestion, *extra, fault), None, hint)
 
     tries = [first]
     operator_message = None
@@ -334,14 +334,14 @@ async def run_turn(
         if listener is not None:
             await listener.status("reasking")
         second = await turn.attempt(check2.request, "reask")
-        if _cut_short(second):
-            return turn.result(_cut(second, [second, first], fallback_suggestion, *extra, *_repeated(first),
+        if cut_short(second):
+            return turn.result(cut(second, [second, first], fallback_suggestion, *extra, *repeated(first),
                                     "reasked", sent=turn.sent), second.completion, _late(turn))
         if second.usable:
-            return turn.result(_with_flags(second.parsed, *extra, *_truncated(second), *_repeated(first),
+            return turn.result(with_flags(second.parsed, *extra, *truncated(second), *repeated(first),
                                            "reasked"), second.completion)
         tries.insert(0, second)
-        extra += [*_repeated(first), "reasked", *(["deadline"] if turn.late else [])]
+        extra += [*repeated(first), "reasked", *(["deadline"] if turn.late else [])]
         if second.error is not None:
             operator_message = second.error.operator_message
     else:  # no room for a re-ask: fail closed with what attempt 1 gave
@@ -349,7 +349,7 @@ async def run_turn(
         operator_message = check2.message
         extra.append(check2.flag or "budget")
     completion = next((t.completion for t in tries if t.completion is not None), None)
-    return turn.result(_fallback(tries, fallback_suggestion, *extra), completion, operator_message)
+    return turn.result(fallback(tries, fallback_suggestion, *extra), completion, operator_message)
 
 
 def _late(turn: _Turn) -> str | None:
