@@ -30,7 +30,8 @@ from pathlib import Path
 from tests.real.llama import LlamaServer, LlamaUnavailable
 from tutor.content.modules import load_library
 from tutor.llm.config import STRATEGIES
-from tutor.turns.evals import Suite, TurnRecord, percentile, run_suite
+from tutor.turns.eval_suite import Suite
+from tutor.turns.evals import TurnRecord, percentile, run_suite
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SUITE = REPO / "tests" / "real" / "suite_small.yaml"

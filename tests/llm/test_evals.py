@@ -14,9 +14,8 @@ from tutor.cli import main
 from tutor.content.modules import load_library
 from tutor.llm import LLMSettings
 from tutor.llm.policy import AttemptRecord
+from tutor.turns.eval_suite import Suite, SuiteError
 from tutor.turns.evals import (
-    Suite,
-    SuiteError,
     TurnRecord,
     format_table,
     percentile,

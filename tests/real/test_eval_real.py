@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.real.llama import MODEL_ALIAS
-from tutor.turns.evals import Suite
+from tutor.turns.eval_suite import Suite
 
 pytestmark = pytest.mark.real_model
 

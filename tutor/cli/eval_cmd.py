@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tutor.content.modules import ModuleNotServable
-    from tutor.turns.evals import Suite, SuiteError
+    from tutor.turns.eval_suite import Suite, SuiteError
 
     if args.runs < 1:
         print("tutor eval: --runs must be at least 1", file=sys.stderr)
