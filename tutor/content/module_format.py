@@ -143,6 +143,13 @@ class Module(_Strict):
         description="markdown the tutor answers questions about medicines, doses or a diagnosis with "
         "(refer to a doctor or pharmacist); default: the app's own, in the module's language",
     )
+    glossary: dict[Text, list[Text]] = Field(
+        default_factory=dict,
+        description="the module's terms (in its language), each with how learners say it in other languages "
+        "or everyday words: a question is read with the module's terms added, so a Vietnamese question "
+        "finds an English passage ('heart racing': [tim đập nhanh, hồi hộp]); matched as whole words, "
+        "ignoring case and accents",
+    )
     phases: list[Phase] = Field(min_length=1)
     sources: list[SourceFile] = Field(
         default_factory=list, description="markdown or text files beside the module; sections are '## ' headings"

@@ -6,7 +6,10 @@ with every passage's ("passage: " vectors, computed once per content and kept on
 hash of the text) and with every topic's card (title, keywords, aliases and check
 questions). Each signal is scaled to the question (the best passage 1, the median 0), and
 the three are added with the weights below. The vectors are multilingual, so a Vietnamese
-question reaches an English passage with no shared word.
+question reaches an English passage with no shared word — but the small model reads
+Vietnamese typed without diacritics poorly, so a question that uses terms of the module's
+glossary (tutor.teach.glossary: "tim đập nhanh" -> "heart racing") is read again with those
+terms added: its words gain them, and its vector is the mean of the two readings'.
 
 Off-topic: a question whose best passage and best card are both far (cosine below
 OFF_TOPIC_BELOW) gets no passage at all — "that isn't in this module" — instead of the
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tutor.content.material import MODULE_SOURCE_ID
+from tutor.teach import glossary
 from tutor.teach.retrieval import Index, Passage, PerModule, tokens
 from tutor.text import words
 from tutor.understand import (
@@ -176,20 +180,25 @@ def find(module: Module, question: str, vector: np.ndarray, k: int = 3) -> Found
     if not index.passages or k < 1:
         return Found([], 0.0, True)
     vectors = ModuleVectors.build(module)
+    glossed = glossary.glossed(module, question[:2000])
+    read = glossed or question
+    if glossed:  # read again with the module's own terms added; the two readings averaged
+        vector = vector + embedder().embed([glossed])[0]
+        vector = vector / (np.linalg.norm(vector) or 1.0)
     passage_cos = np.full(vectors.count, -1.0)
     np.maximum.at(passage_cos, vectors.owner, vectors.windows @ vector)
     card_cos = vectors.cards @ vector
     relevance = float(max(passage_cos.max(), card_cos.max()))
     if relevance < OFF_TOPIC_BELOW:
         return Found([], relevance, True)
-    lexical = index.lexical(tokens(question[:2000]))
+    lexical = index.lexical(tokens(read[:2000]))
     words = lexical[1] if lexical is not None else np.zeros(len(index.passages))
     score = (W_LEXICAL * words + W_PASSAGE * _scaled(passage_cos)
              + W_CARD * _scaled(card_cos)[index.topic_at])
     if vectors.practice.any() and asks_what_to_do(question):
         score = score + W_PRACTICE * vectors.practice[index.topic_at]
     if vectors.topics is not None:
-        proba = dict(zip(vectors.topics.classes, vectors.topics.proba(vector[None, :], ngram_rows([question]))[0]))
+        proba = dict(zip(vectors.topics.classes, vectors.topics.proba(vector[None, :], ngram_rows([read]))[0]))
         share = max(v for c, v in proba.items() if c != ELSEWHERE)
         if proba.get(ELSEWHERE, 0.0) >= ELSEWHERE_ABOVE:
             return Found([], relevance, True, share)
