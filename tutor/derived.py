@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["derived"]
+__all__ = ["derived", "per_module"]
 
 T = TypeVar("T")
 M = TypeVar("M")
@@ -33,3 +33,8 @@ def derived(name: str, module: M, build: Callable[[M], T], *made_from: Any) -> T
     value = build(module)
     _DERIVED[(name, id(module))] = (made, value)
     return value
+
+
+def per_module(name: str, module: Any, build: Callable[[Any], T]) -> T:
+    """`derived` for what is made from a module's topics (progress's phrases, needles, shape)."""
+    return derived(name, module, build, module.topics)

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tutor.contract import ModuleState, Progress
-from tutor.derived import derived
+from tutor.derived import per_module
 from tutor.text import normalize, words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,13 +108,9 @@ def _phrase(text: str) -> str:
 
 # Folding every phrase on every turn cost ~1.6 ms of CPU per turn (benchmarks/load_bench):
 # what is derived from a module's topics is computed once per loaded module and topic list.
-def _per_module(name: str, module: Module, build: Callable[[Module], Any]) -> Any:
-    return derived(name, module, build, module.topics)
-
-
 def topic_phrases(module: Module) -> dict[str, tuple[str, ...]]:
     """topic id -> normalized phrases (title, keywords, aliases) that show engagement."""
-    return _per_module("phrases", module, _topic_phrases)
+    return per_module("phrases", module, _topic_phrases)
 
 
 def _topic_phrases(module: Module) -> dict[str, tuple[str, ...]]:
@@ -152,7 +148,7 @@ def _needles(module: Module) -> _Needles:
     """(first word -> (topic id, text to find or None for a one-word phrase) for each phrase
     starting with it; (topic id, phrase) for phrases in a script without spaces). Once per
     module object."""
-    return _per_module("needles", module, _find_needles)
+    return per_module("needles", module, _find_needles)
 
 
 def _find_needles(module: Module) -> _Needles:
@@ -257,7 +253,7 @@ class _Shape:
 
 
 def _shape(module: Module) -> _Shape:
-    return _per_module("shape", module, _Shape)
+    return per_module("shape", module, _Shape)
 
 
 def covered_ids(module: Module, state: ProgressState) -> list[str]:
