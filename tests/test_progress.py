@@ -15,8 +15,6 @@ from tutor.contract import ModuleState, Progress
 from tutor.progress import (
     ProgressState,
     apply_evidence,
-    detect_form,
-    detect_text,
     module_state,
     normalize,
     percentage,
@@ -24,6 +22,7 @@ from tutor.progress import (
     server_progress,
     shown_topics,
 )
+from tutor.topic_mentions import detect_form, detect_text
 
 GOOD = Path(__file__).parent / "fixtures" / "modules" / "good"
 LIBRARY = load_library(GOOD)

@@ -18,13 +18,12 @@ from tutor.progress import (
     ProgressState,
     checked_count,
     covered_ids,
-    detect_text,
     done_count,
     module_state,
     percentage,
-    topic_phrases,
 )
 from tutor.text import words
+from tutor.topic_mentions import detect_text, topic_phrases
 from tutor.turns.prompts import PromptError, learner_place, module_context, stable_prompt, system_prompt
 
 LIBRARY = load_library()

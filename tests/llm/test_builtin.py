@@ -26,13 +26,11 @@ from tutor.llm.builtin import BuiltinTutor, markdown_blocks
 from tutor.progress import (
     ProgressState,
     apply_evidence,
-    detect_form,
-    detect_text,
-    form_covers,
     is_complete,
     reconcile,
     shown_topics,
 )
+from tutor.topic_mentions import detect_form, detect_text, form_covers
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = load_library(ROOT / "tests" / "fixtures" / "modules" / "good")

@@ -45,7 +45,6 @@ from tutor.llm.builtin_answers import respond_to_learner as _respond_to_learner
 from tutor.progress import (
     ProgressState,
     coverage_count,
-    detect_text,
     done_count,
     is_complete,
     mastered_ids,
@@ -54,6 +53,7 @@ from tutor.progress import (
     next_topic,
     percentage,
 )
+from tutor.topic_mentions import detect_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module, Topic

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tutor.i18n import Translator
 from tutor.contract.authored import markdown_blocks
 from tutor.llm.base import PassageData, TurnContext
-from tutor.progress import words
+from tutor.text import words
 
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module, Topic

@@ -70,6 +70,7 @@ from tutor.teach.mastery import (
 from tutor.teach.meaning import more_about
 from tutor.teach.quotes import section_topic
 from tutor.teach.understanding import understand_async
+from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
 
 __all__ = [
@@ -134,7 +135,7 @@ async def prepare(
         answered = module.find_check(check_id) if check_id else None
         intent = "answer" if answered else "form"
         answer = str((learner.answers or {}).get(ANSWER_FIELD) or "")
-        seen |= progress_mod.form_covers(module, learner.form_id, learner.answers)
+        seen |= form_covers(module, learner.form_id, learner.answers)
         goto = _form_next_topic(module, learner.form_id, learner.answers or {})
     else:
         open_check = module.find_check(history.last_asked) if history.last_asked else None

@@ -42,6 +42,7 @@ from tutor.settings import REPLY_LEASE_S
 from tutor.storage import dbfaults
 from tutor.storage.store import Store
 from tutor.teach import mastery, teaching
+from tutor.topic_mentions import detect_form, detect_text
 from tutor.turns import claims, turn_store
 from tutor.turns import conversations as db
 from tutor.turns.alerts import Alerter
@@ -259,10 +260,10 @@ class Engine:
         model_screen = start_model_screen(learner_input, pending.learner.text, config, self.safety, self.provider,
                                           self.settings)
         try:
-            detected = progress_mod.detect_text(
+            detected = detect_text(
                 module, "\n".join(text for _, text in texts_of(learner_input, learner_input.text or "")))
             if learner_input.is_form:
-                detected |= progress_mod.detect_form(module, learner_input.form_id or "", learner_input.answers or {})
+                detected |= detect_form(module, learner_input.form_id or "", learner_input.answers or {})
             return await self._respond(pending.conversation_id, module, pending, frozenset(detected), listener,
                                        screened, reads, model_screen)
         finally:
