@@ -28,6 +28,7 @@ from tutor.render.forms import FormInputError, summarize_answers, validate_answe
 from tutor.render.views import ConversationSummary, MessageView
 from tutor.settings import MAX_MESSAGE_CHARS
 from tutor.storage.statements import Statement
+from tutor.storage.message_rows import StoredMessage
 from tutor.storage.store import (
     Conversation,
     Learner,
@@ -70,25 +71,6 @@ OPENING: Any = object()
 # StoredMessage rows.
 _MESSAGE, _CONVERSATION = Message.__table__, Conversation.__table__
 _MESSAGE_COLUMNS = tuple(_MESSAGE.c.keys())
-
-
-class StoredMessage:
-    """One stored message as a plain row: Message's columns and its JSON readers."""
-
-    __slots__ = _MESSAGE_COLUMNS
-    flags, parsed, answers, form_states = Message.flags, Message.parsed, Message.answers, Message.form_states
-
-    def __init__(self, values: Any) -> None:
-        for name in _MESSAGE_COLUMNS:
-            setattr(self, name, values[name])
-
-    @classmethod
-    def from_tuple(cls, row: Iterable[Any]) -> StoredMessage:
-        """From a row of a statement selecting the message table (its columns in order)."""
-        message = cls.__new__(cls)
-        for name, value in zip(_MESSAGE_COLUMNS, row):
-            setattr(message, name, value)
-        return message
 
 
 _GET_CONVERSATION = select(_CONVERSATION).where(_CONVERSATION.c.id == bindparam("b_conversation"))

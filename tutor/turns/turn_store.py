@@ -25,6 +25,7 @@ from tutor.llm.errors import scrub, scrub_data
 from tutor.progress import ProgressState
 from tutor.render.views import MessageView
 from tutor.risk.turn import FAILED_LABEL, TurnScreen
+from tutor.storage.message_rows import StoredMessage
 from tutor.storage.statements import Statement
 from tutor.storage.store import (
     AuditEvent,
@@ -233,7 +234,7 @@ def _store_reply_once(store: Store, conv: Conversation, module_id: str, raw: str
             reply_to_seq=reply_to_seq,
         )
         values["id"], values["seq"] = _INSERT_REPLY.run(db, values | {"b_conversation": conversation_id}).rows[0]
-        row = conversations.StoredMessage(values)
+        row = StoredMessage(values)
         if attempts:
             _INSERT_AUDIT.run_many(db, [_audit_values(conversation_id, row.id, a) for a in attempts])
         flagged = [risk.model_dump(exclude={"id"}) | {"reply_id": row.id} for risk in risks]
