@@ -19,11 +19,13 @@ from tutor.text import unresolved_variables, words
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.module_format import Module, Topic
 
+__all__ = ["Finding", "Loc", "line_of", "map_nodes", "semantic_findings", "validation_finding"]
+
 Loc = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
-class _Finding:
+class Finding:
     path: Loc
     message: str
     offset: int = 0  # lines below the start of the value (multi-line text)
@@ -35,18 +37,18 @@ class _Rules:
 
     def __init__(self, module: Module, assets_dir: Path | None) -> None:
         self.module, self.assets_dir = module, assets_dir
-        self.found: list[_Finding] = []
+        self.found: list[Finding] = []
         self.seen: dict[str, set[str]] = {"phase": set(), "section": set(), "topic": set(), "form": set()}
 
     def add(self, path: Loc, message: str, offset: int = 0) -> None:
-        self.found.append(_Finding(path, message, offset))
+        self.found.append(Finding(path, message, offset))
 
     def unique(self, kind: str, value: str, path: Loc) -> None:
         if value in self.seen[kind]:
             self.add(path, f"duplicate {kind} id {value!r}")
         self.seen[kind].add(value)
 
-    def run(self) -> list[_Finding]:
+    def run(self) -> list[Finding]:
         language = self.module.language
         if supported(language) == "en" and language.split("-")[0].lower() != "en":
             self.add(("language",), f"language {language!r} has no message catalogue (use one of "
@@ -102,11 +104,11 @@ class _Rules:
             self.add(path, f"media file not found: {src!r} (expected in assets{src})")
 
 
-def semantic_findings(module: Module, assets_dir: Path | None = None) -> list[_Finding]:
+def semantic_findings(module: Module, assets_dir: Path | None = None) -> list[Finding]:
     return _Rules(module, assets_dir).run()
 
 
-def _map_nodes(node: yaml.Node | None, path: Loc, lines: dict[Loc, tuple[int, int]]) -> list[_Finding]:
+def map_nodes(node: yaml.Node | None, path: Loc, lines: dict[Loc, tuple[int, int]]) -> list[Finding]:
     """path -> (line of the value, line where its text starts), 1-based; and duplicate keys,
     which YAML itself silently resolves to the last one."""
     if node is None:
@@ -121,29 +123,29 @@ def _map_nodes(node: yaml.Node | None, path: Loc, lines: dict[Loc, tuple[int, in
             name = key.value if isinstance(key, yaml.ScalarNode) else str(key.start_mark.line)
             if name in keys:
                 message = f"duplicate key {name!r} (YAML keeps only the last one)"
-                out.append(_Finding((*path, name), message))
+                out.append(Finding((*path, name), message))
             keys.add(name)
-            out += _map_nodes(value, (*path, name), lines)
+            out += map_nodes(value, (*path, name), lines)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            out += _map_nodes(item, (*path, i), lines)
+            out += map_nodes(item, (*path, i), lines)
     return out
 
 
-def _validation_finding(err: dict[str, Any]) -> _Finding:
+def validation_finding(err: dict[str, Any]) -> Finding:
     loc: Loc = tuple(err.get("loc", ()))
     kind, value = err.get("type"), err.get("input")
     where = _dotted(loc) or "(module)"
     if kind == "extra_forbidden":
-        return _Finding(loc, f"unknown key {loc[-1]!r} in {_dotted(loc[:-1]) or 'the module'}")
+        return Finding(loc, f"unknown key {loc[-1]!r} in {_dotted(loc[:-1]) or 'the module'}")
     if kind == "missing":
-        return _Finding(loc[:-1], f"{_dotted(loc[:-1]) or 'module'}: missing required key {loc[-1]!r}")
+        return Finding(loc[:-1], f"{_dotted(loc[:-1]) or 'module'}: missing required key {loc[-1]!r}")
     if kind == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") == SNAKE_CASE:
         rule = "a-z, 0-9, _; starting with a letter"
-        return _Finding(loc, f"{where}: {value!r} is not a snake_case id ({rule})")
+        return Finding(loc, f"{where}: {value!r} is not a snake_case id ({rule})")
     message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
     shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) or value is None else ""
-    return _Finding(loc, f"{where}: {message}{shown}")
+    return Finding(loc, f"{where}: {message}{shown}")
 
 
 def _dotted(loc: Loc) -> str:
@@ -153,7 +155,7 @@ def _dotted(loc: Loc) -> str:
     return out
 
 
-def _line_of(finding: _Finding, lines: dict[Loc, tuple[int, int]]) -> int:
+def line_of(finding: Finding, lines: dict[Loc, tuple[int, int]]) -> int:
     path = finding.path
     while path and path not in lines:  # a missing key: point at its parent
         path = path[:-1]

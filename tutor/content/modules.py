@@ -19,7 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from tutor.content.material import load_sources, material_findings
-from tutor.content.module_findings import Loc, _Finding, _line_of, _map_nodes, _validation_finding, semantic_findings
+from tutor.content.module_findings import Finding, Loc, line_of, map_nodes, semantic_findings, validation_finding
 from tutor.content.module_format import (
     ASSETS_DIR,
     CALLOUT_TYPES,
@@ -104,27 +104,27 @@ def check_text(
         shape = "a module file must be a mapping with id, title, description, language and phases"
         return CheckResult(None, [f"{source}:1: {shape}"])
     lines: dict[Loc, tuple[int, int]] = {}
-    findings = _map_nodes(root, (), lines)
+    findings = map_nodes(root, (), lines)
     try:
         module: Module | None = Module.model_validate(data)
     except ValidationError as exc:
-        findings += [_validation_finding(err) for err in exc.errors()]
+        findings += [validation_finding(err) for err in exc.errors()]
         module = None
     if module is not None:
         findings += semantic_findings(module, assets_dir)
         loaded = None
         if base_dir is not None:
             loaded, source_problems = load_sources(module, base_dir)
-            findings += [_Finding(where, message) for where, message in source_problems]
+            findings += [Finding(where, message) for where, message in source_problems]
             module._loaded_sources = loaded
-        findings += [_Finding(where, message) for where, message in material_findings(module, loaded)]
+        findings += [Finding(where, message) for where, message in material_findings(module, loaded)]
         if safety is not None:  # the global safety configuration this module's `safety:` changes
-            findings += [_Finding(("safety", *where), message)
+            findings += [Finding(("safety", *where), message)
                          for where, message in override_findings(safety, module.safety)]
         if expected_id is not None and module.id != expected_id:
             message = f"module id {module.id!r} must equal the file name {expected_id!r}"
-            findings.append(_Finding(("id",), message))
-    located = sorted(((_line_of(f, lines), f.message) for f in findings), key=lambda lm: lm[0])
+            findings.append(Finding(("id",), message))
+    located = sorted(((line_of(f, lines), f.message) for f in findings), key=lambda lm: lm[0])
     problems = [f"{source}:{line}: {message}" for line, message in located]
     return CheckResult(module if not problems else None, problems)
 
