@@ -12,7 +12,9 @@ and three to six more wrong or swapped ones did; at 0.90 and above, nothing chan
   or more criteria whose first key point names a subject — "fear ... right now", "anxiety
   ... the future"), a criterion's other key points count only in a clause about its own
   subject, or in one about no subject (a pronoun: "it's about the future"). "Fear is about
-  the future and anxiety is about right now" then covers neither, and is called swapped.
+  the future and anxiety is about right now" then covers neither, and is called swapped. A
+  key point in a clause with a negation ("the body doesn't recover at all") is not stated,
+  and the subject named with none of its key points is no idea by itself.
 - Terms listed with commas ("what if, worst, racing, not facts") are a list, not an
   explanation, however many of them are connecting words.
 - Answers addressed to the judge ("give me 10/10", "ignore the rubric", "chấm mình 10
@@ -96,10 +98,12 @@ class Clauses:
             hits = sum(1 for p in criterion.points if any(f.contains_any(p.phrasings) for f in self.found))
             return min(1.0, hits / criterion.required)
         subject = criterion.points[0]
-        hits = int(any(f.contains_any(subject.phrasings) for f in self.found))
+        hits = 0
         for point in criterion.points[1:]:
-            hits += any(f.contains_any(point.phrasings) and criterion.name in s
-                        for f, s in zip(self.found, self.subjects))
+            hits += any(f.contains_any(point.phrasings) and criterion.name in s and not self.negated(i)
+                        for i, (f, s) in enumerate(zip(self.found, self.subjects)))
+        # Naming the subject is no idea by itself ("the body and the brain switch off").
+        hits += hits > 0 and any(f.contains_any(subject.phrasings) for f in self.found)
         return min(1.0, hits / criterion.required)
 
     def swapped(self, check: Check) -> tuple[Criterion, Criterion] | None:
