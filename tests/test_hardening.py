@@ -25,7 +25,8 @@ from tests.fakes.wire import error
 from tutor.content.modules import load_library, public_problem
 from tutor.contract import is_safe_link, is_safe_media_src, parse
 from tutor.llm.base import LearnerInput
-from tutor.llm.errors import error_for_status, scrub
+from tutor.llm.errors import error_for_status
+from tutor.llm.redact import scrub
 from tutor.llm.factory import make_provider
 from tutor.llm.policy import AttemptRecord
 from tutor.llm.replies import APOLOGY_TEXT, BUDGET_TEXT, DEADLINE_TEXT, STOPPED_TEXT

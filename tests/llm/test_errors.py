@@ -11,7 +11,8 @@ import pytest
 from tests.fakes import wire
 from tests.fakes.servers import Scripted, settings_for
 from tutor.llm import BadRequest, ChatMessage, CompletionRequest, LLMSettings, ServerError, make_provider
-from tutor.llm.errors import ContextOverflow, LLMError, RoleOrderRejected, error_for_status, scrub
+from tutor.llm.errors import ContextOverflow, LLMError, RoleOrderRejected, error_for_status
+from tutor.llm.redact import scrub
 
 LLAMA_OVERFLOW = {"error": {"code": 400, "message": "request (9012 tokens) exceeds the available context size "
                             "(8192 tokens), try increasing it", "type": "exceed_context_size_error",

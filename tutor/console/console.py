@@ -2,7 +2,7 @@
 been doing (calls by outcome and error, latency, the latest errors with what to do about
 them), and finding a learner by key or username. Plain data for the page and the CLI.
 
-Everything shown passes through `tutor.llm.errors.scrub` again, whatever was stored.
+Everything shown passes through `tutor.llm.redact.scrub` again, whatever was stored.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from tutor.llm.errors import scrub
+from tutor.llm.redact import scrub
 from tutor.storage.store import (
     Account,
     AuditEvent,

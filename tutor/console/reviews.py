@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import or_
 from sqlmodel import col, select
 
-from tutor.llm.errors import scrub, scrub_data
+from tutor.llm.redact import scrub, scrub_data
 from tutor.risk.screen import span_hash
 from tutor.storage.store import (
     Account,

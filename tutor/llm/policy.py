@@ -52,9 +52,10 @@ from tutor.llm.base import Completion, CompletionRequest, Provider
 from tutor.llm.budget import BudgetCheck, check_budget, estimate_text_tokens, estimate_tokens, trim_harder
 from tutor.llm.context import context_window, learn
 from tutor.llm.config import LLMSettings
-from tutor.llm.errors import ContextOverflow, DeadlineExceeded, LLMError, ProviderFailure, RateLimited, scrub
+from tutor.llm.errors import ContextOverflow, DeadlineExceeded, LLMError, ProviderFailure, RateLimited
 from tutor.llm.fail_closed import cut, cut_short, fallback, repeated, truncated, with_flags
 from tutor.llm.reask import Tried, build_reask, classify
+from tutor.llm.redact import scrub
 from tutor.llm.replies import BUDGET_TEXT, apology_response, looks_like_refusal
 from tutor.llm.streaming import TurnListener, read_stream
 from tutor.llm.usable import Sent

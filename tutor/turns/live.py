@@ -38,7 +38,7 @@ from typing import Any
 
 from tutor.contract.partial import Preview, preview
 from tutor.i18n import N_
-from tutor.llm.errors import scrub
+from tutor.llm.redact import scrub
 from tutor.llm.gate import queue_line
 from tutor.render.display import BlockItem, MediaItem, block_item, media_item
 from tutor.render.markdown import render_inline
@@ -142,7 +142,7 @@ class StreamFeed:
         if not force and (now - self._last < self.min_interval or now - self._looked < self.min_look):
             return {}
         self._looked = now
-        # A key the model echoes is never shown, not even for a moment (tutor.llm.errors.scrub).
+        # A key the model echoes is never shown, not even for a moment (tutor.llm.redact.scrub).
         updates = self._diff(preview(scrub(raw)), force or now - self._last >= self.max_wait)
         if updates:
             self._last = now

@@ -21,7 +21,7 @@ from sqlmodel import func, select
 from tutor.content.modules import Module
 from tutor.contract import TutorResponse
 from tutor.llm.base import ChatMessage
-from tutor.llm.errors import scrub, scrub_data
+from tutor.llm.redact import scrub, scrub_data
 from tutor.progress import ProgressState
 from tutor.render.views import MessageView
 from tutor.risk.turn import FAILED_LABEL, TurnScreen
