@@ -33,7 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     evaluate = actions.add_parser("eval", help="recall and false positives of the offline screen on labelled sets")
     evaluate.add_argument("--set", dest="set_paths", type=Path, action="append",
-                          help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, holdout.yaml)")
+                          help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, holdout.yaml); "
+                               "a .json file is a public list rated 0-8 (user_query, Risk_level): "
+                               "from 3 a crisis, 0-1 ordinary")
     evaluate.add_argument("--layers", choices=("both", "phrases", "semantic"), default="both",
                           help="which offline layers screen (default both)")
     evaluate.add_argument("--config", type=Path, help="safety file (default: <modules dir>/safety/default.yaml)")

@@ -17,6 +17,7 @@ Languages are reported as written: `vi` with diacritics, `vi-plain` typed withou
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from tutor.risk.config import REPO_ROOT, SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
 
 __all__ = ["DEFAULT_SET", "DEV_SET", "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError",
-           "Report", "evaluate", "format_report", "load_labelled_set"]
+           "Report", "evaluate", "format_report", "load_labelled_set", "load_rated_set"]
 
 DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
 DEV_SET = REPO_ROOT / "evals" / "safety" / "dev.yaml"
@@ -62,6 +63,10 @@ class LabelledMessage:
 
 
 def load_labelled_set(path: Path | str = DEFAULT_SET, known_labels: set[str] | None = None) -> list[LabelledMessage]:
+    """A labelled set: the project's YAML, or a public JSON list of rated messages
+    (load_rated_set) when the file name ends in .json."""
+    if str(path).endswith(".json"):
+        return load_rated_set(path)
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -92,6 +97,40 @@ def load_labelled_set(path: Path | str = DEFAULT_SET, known_labels: set[str] | N
                                    str(entry.get("severity") or "")))
     if problems:
         raise LabelledSetError("\n".join(problems))
+    return out
+
+
+# A public set rated on a suicide-risk scale (C-SSRS style, 0-8, as in
+# github.com/samesameinc/ai-benchmarking data/knowledge_base.json): from this level a message is
+# a crisis, up to ORDINARY_TO it is ordinary, and the levels between are left out.
+CRISIS_FROM = 3
+ORDINARY_TO = 1
+RATED_LABEL = "self_harm"
+
+
+def load_rated_set(path: Path | str) -> list[LabelledMessage]:
+    """A JSON list of {"user_query" (or "text"), "Risk_level" (or "risk_level")}: crisis
+    from CRISIS_FROM (label self_harm), ordinary up to ORDINARY_TO; entries without text are
+    skipped (counted in no rate), the levels between are left out. English is assumed."""
+    source = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LabelledSetError(f"{source}:1: cannot read a JSON list of rated messages: {exc}") from None
+    if not isinstance(data, list):
+        raise LabelledSetError(f"{source}:1: expected a JSON list of {{user_query, Risk_level}} objects")
+    out: list[LabelledMessage] = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise LabelledSetError(f"{source}: entry {i} is not an object")
+        text = entry.get("user_query", entry.get("text"))
+        level = entry.get("Risk_level", entry.get("risk_level"))
+        if not isinstance(level, int) or isinstance(level, bool):
+            raise LabelledSetError(f"{source}: entry {i} has no whole-number Risk_level")
+        if not isinstance(text, str) or not text.strip() or ORDINARY_TO < level < CRISIS_FROM:
+            continue
+        crisis = level >= CRISIS_FROM
+        out.append(LabelledMessage(text, "en", (RATED_LABEL,) if crisis else (), f"level {level}", i + 1))
     return out
 
 
