@@ -52,7 +52,7 @@ __all__ = ["OFF_TOPIC_BELOW", "Found", "ModuleVectors", "check_text", "find", "m
 W_LEXICAL = 0.35
 W_PASSAGE = 0.40
 W_CARD = 0.20
-W_TOPIC = 1.5
+W_TOPIC = 1.0
 W_PRACTICE = 0.3  # added to a practice topic's passages for a "what can I do" question
 _WHAT_TO_DO = re.compile(
     r"\b(?:what (?:can|could|should|do) (?:i|we|you) do|what to do|any (?:tips|advice|ideas)|tips (?:for|on|to)"
