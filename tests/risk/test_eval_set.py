@@ -137,8 +137,9 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # Ordinary lesson talk: every question, answer and (non-distress) message of the teaching
 # sets, written by others for the teaching issue. The screen's false alarms there, as
 # measured when lesson talk was first learnt as ordinary (before: dev 35, held out 38).
-# The dev files gained 83 questions later (questions_*_more.yaml): re-measured then.
-LESSON_TALK = {"dev": (19, 546), "holdout": (21, 531)}
+# The dev files gained 83 questions later (questions_*_more.yaml): re-measured then (25 of 546;
+# before, 19 of 463).
+LESSON_TALK = {"dev": (25, 546), "holdout": (21, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))
