@@ -15,10 +15,9 @@ from tutor.access.accounts import (
     AccountError,
     AuthSettings,
     Identity,
-    auth_page,
     identity_for_request,
-    safe_next,
 )
+from tutor.access.redirects import auth_page, safe_next
 from tutor.access.signin_limit import Attempt, Refusal
 from tutor.storage.store import (
     Account,

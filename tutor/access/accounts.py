@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import sqlalchemy
 from argon2 import PasswordHasher
@@ -380,22 +380,3 @@ def identity_for_request(store, headers: Mapping[str, str], client_host: str, *,
     token = sessions.cookie_value(lowered.get("cookie", ""))
     found = sessions.session_account(store, token, days=settings.session_days) if token else None
     return identity_of(store, found[0], settings, found[1]) if found is not None else None
-
-
-def safe_next(target: str | None, default: str = "/") -> str:
-    """A same-site path to go back to after signing in (never another site: `//host`,
-    `/\\host`, `https://...`, control characters)."""
-    target = (target or "").strip()
-    if (not target.startswith("/") or target.startswith("//") or "\\" in target
-            or any(ord(c) < 32 or ord(c) == 127 for c in target) or len(target) > 512):
-        return default
-    if target.split("?")[0] in ("/signin", "/signup"):
-        return default
-    return target
-
-
-def auth_page(page: str, next_path: str | None) -> str:
-    """The sign-in or sign-up page's address that comes back to `next_path` afterwards,
-    the path encoded whole ("/learn?module=a&new=1" stays one value)."""
-    target = safe_next(next_path)
-    return page if target == "/" else f"{page}?next={quote(target, safe='')}"

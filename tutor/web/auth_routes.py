@@ -24,8 +24,8 @@ from tutor.access.accounts import (
     check_username,
     create_account,
     normalise_username,
-    safe_next,
 )
+from tutor.access.redirects import safe_next
 from tutor.access.signin_limit import Refusal, SignupLimit
 from tutor.storage import dbfaults
 

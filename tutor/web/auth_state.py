@@ -14,12 +14,11 @@ import reflex as rx
 
 from tutor.access.accounts import (
     Identity,
-    auth_page,
     auth_settings,
     identity_for_request,
     message_for,
-    safe_next,
 )
+from tutor.access.redirects import auth_page, safe_next
 from tutor.access.tab_identity import binding, credential_of, credential_part
 from tutor.i18n import localize
 from tutor.settings import LANGUAGE

@@ -12,7 +12,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tutor.access.accounts import AuthSettings, auth_page, identity_for_request
+from tutor.access.accounts import AuthSettings, identity_for_request
+from tutor.access.redirects import auth_page
 from tutor.console.console_modules import progress_csv
 from tutor.storage import dbfaults
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import reflex as rx
 
-from tutor.access.accounts import auth_page
+from tutor.access.redirects import auth_page
 from tutor.console.console_display import (
     ErrorRow,
     ModuleView,
