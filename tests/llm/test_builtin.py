@@ -366,3 +366,29 @@ def test_a_form_answer_follows_the_authored_next_topic():
     assert "Mental (thoughts and worries)" not in _texts(turn.response)  # shown by the page already
     assert _headings(turn.response)[0] == "The mental level"
     assert turn.newly == ("three_levels_overview", "mental_level")  # the form covers its topic
+
+
+def test_a_thought_record_comes_back_with_the_learners_own_words_and_numbers():
+    session = Session(SAMPLE)
+    session.send()
+    answers = {"situation": "My manager asked to talk tomorrow", "anxious_thought": "I'm in *trouble* [again]",
+               "belief_before": 80, "thinking_trap": "fortune_telling",
+               "balanced_thought": "Last time it was about a new project", "belief_after": 40}
+    text = _texts(session.send(LearnerInput(form_id="thought_record", answers=answers)).response)
+    assert "went from 80 to 40 out of 100" in text
+    assert "Fortune telling" in text and "fortune_telling" not in text  # the choice's label
+    assert "Last time it was about a new project" in text
+    # What the learner typed is quoted as text: their asterisks and brackets are not markup.
+    assert r"I'm in \*trouble\* \[again\]" in text
+    assert "Thank you. Let's keep going." not in text
+
+    stuck = dict(answers, belief_after=85)
+    text = _texts(session.send(LearnerInput(form_id="thought_record", answers=stuck)).response)
+    assert "85 out of 100 now (it was 80)" in text and "went from" not in text
+
+
+def test_a_form_with_nothing_to_reflect_is_thanked():
+    session = Session(SAMPLE)
+    session.send()
+    text = _texts(session.send(LearnerInput(form_id="thought_record", answers={"situation": "a meeting"})).response)
+    assert text.startswith("Thank you. Let's keep going.")  # no reflect line names only the situation

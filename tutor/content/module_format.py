@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from tutor.content.material import Check, Source, SourceFile, SourceRef
 from tutor.contract import FieldOption, Form, FormField, Media
 from tutor.contract.models import SNAKE_CASE
+from tutor.render.reflection import condition_problem, template_problems
 from tutor.risk.config import SafetyOverride
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -56,19 +57,46 @@ class ModuleMedia(Media):
     model_config = ConfigDict(extra="forbid")
 
 
+class ReflectLine(_Strict):
+    text: Text = Field(description="what the built-in tutor says back; {field_id} is the learner's answer")
+    when: str | None = Field(
+        default=None, description="say it only if this holds: a number field compared with another or a "
+        "number, e.g. 'belief_after < belief_before'",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_string_is_its_text(cls, value: object) -> object:
+        return {"text": value} if isinstance(value, str) else value
+
+
 class ModuleForm(Form):
-    """A RESPONSE_SCHEMA form plus the topics that answering it covers."""
+    """A RESPONSE_SCHEMA form plus the topics that answering it covers, and what the
+    built-in tutor says back about the answers (tutor.render.reflection)."""
 
     model_config = ConfigDict(extra="forbid")
     fields: list[ModuleFormField] = Field(min_length=1)
     covers: list[Id] | None = Field(
         default=None, min_length=1, description="topic ids answering covers; default: this topic"
     )
+    reflect: list[ReflectLine] = Field(
+        default_factory=list,
+        description="lines the built-in tutor says after a submission, each only when every field it "
+        "names was answered (and its `when` holds); without any, it thanks the learner",
+    )
+
+    @model_validator(mode="after")
+    def _reflect_names_this_forms_fields(self) -> ModuleForm:
+        problems = [p for line in self.reflect for p in template_problems(line.text, self)]
+        problems += [p for line in self.reflect if line.when and (p := condition_problem(line.when, self))]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @property
     def form(self) -> Form:
         """The form as the contract model, ready to send in a reply."""
-        return Form.model_validate(self.model_dump(exclude={"covers"}, exclude_none=True))
+        return Form.model_validate(self.model_dump(exclude={"covers", "reflect"}, exclude_none=True))
 
 
 class Topic(_Strict):

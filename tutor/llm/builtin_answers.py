@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tutor.i18n import Translator
 from tutor.contract.authored import markdown_blocks
 from tutor.llm.base import PassageData, TurnContext
+from tutor.render.reflection import line_pairs, reflected
 from tutor.text import words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,7 +40,7 @@ def respond_to_learner(ctx: TurnContext, t: Translator) -> tuple[list[dict[str, 
     if teaching.judged is not None:
         return [], None, ()  # the server shows the score and feedback above this reply
     if learner.is_form:
-        return _acknowledge_form(t), None, ()
+        return _acknowledge_form(module, learner.form_id or "", learner.answers or {}, t), None, ()
     text = learner.text or ""
     mentioned = [t for t in module.topics if t.id in ctx.detected]
     intent = teaching.intent
@@ -136,9 +137,14 @@ def _contains(text: str, phrase: str) -> bool:
 
 
 
-def _acknowledge_form(t: Translator) -> list[dict[str, Any]]:
+def _acknowledge_form(module: Module, form_id: str, answers: dict[str, Any], t: Translator) -> list[dict[str, Any]]:
     # The answers are on the page twice already (the learner's message and the read-only
-    # form): the tutor thanks and goes on, without listing them a third time.
+    # form): the tutor does not list them a third time, but says back what the author
+    # asked it to reflect ("your belief went from 80 to 40"), else thanks and goes on.
+    form = module.find_form(form_id)
+    said = reflected(form, line_pairs(form.reflect), answers) if form is not None else []
+    if said:
+        return [block("paragraph", " ".join(said))]
     return [block("paragraph", t("Thank you. Let's keep going."))]
 
 
