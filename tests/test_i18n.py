@@ -332,6 +332,10 @@ def test_a_form_error_names_the_field_in_vietnamese(engine):
                                 language="vi"))
     assert pending.learner.text.splitlines() == [
         "Câu trả lời của mình cho “Thói quen ngủ của bạn”:", "- Trung bình mỗi đêm bạn ngủ được bao nhiêu tiếng? 6"]
+    # The built-in tutor says the hours back, in the module's words.
+    reply = run(engine.respond(pending)).reply.response
+    said = "\n".join(b["content"] for b in reply["content"]["text_blocks"])
+    assert "Bạn ngủ khoảng 6 tiếng mỗi đêm, ít hơn mức 7–9 tiếng" in said
     # The page shows the form's range in the same language.
     hours = message_item(offered, "vi").forms[0].fields[1]
     assert hours.range_hint == "Một số từ 0 đến 14."
