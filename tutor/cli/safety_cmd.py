@@ -63,20 +63,17 @@ def run_check(args: argparse.Namespace) -> int:
     if config is None:
         print(f"{path}: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    from tutor.risk.concepts import ConceptError, load_concepts
     from tutor.risk.semantic import BankError, load_bank
 
     try:
         bank = load_bank(path.parent, list(config.labels))
-        concepts = load_concepts(path.parent)
-    except (BankError, ConceptError) as exc:
+    except BankError as exc:
         print(exc)
         print(f"{path.parent}: the exemplar bank has problems", file=sys.stderr)
         return 1
     rules = config.matcher().rule_count
     print(f"{path}: ok ({len(config.labels)} labels, {rules} phrases and patterns, "
-          f"languages {', '.join(config.languages)}; {len(bank)} exemplars for the semantic layer"
-          f"{f', {len(concepts.words)} word classes' if concepts else ''})", file=sys.stderr)
+          f"languages {', '.join(config.languages)}; {len(bank)} exemplars for the semantic layer)", file=sys.stderr)
     return 0
 
 

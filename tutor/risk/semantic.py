@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from tutor.risk._lines import parse_yaml
-from tutor.risk.concepts import ConceptError, Concepts, load_concepts
 from tutor.risk.screen import Evidence, RiskFlag
 from tutor.understand import (
     HASH_DIM,
@@ -213,11 +212,6 @@ class SemanticScreen:
     # are about as close as its nearest ordinary ones (NEIGHBOUR_MARGIN).
     crisis: np.ndarray | None = field(default=None, repr=False)
     ordinary: np.ndarray | None = field(default=None, repr=False)
-    # The bank folder's word classes (tutor.risk.concepts), features beside the words.
-    concepts: Concepts | None = field(default=None, repr=False)
-
-    def words(self, texts: Sequence[str]):
-        return _word_rows(texts, self.concepts)
 
     def near_crisis(self, vector: np.ndarray) -> bool:
         if self.crisis is None or self.ordinary is None or not len(self.crisis) or not len(self.ordinary):
@@ -237,7 +231,7 @@ class SemanticScreen:
         if not spans:
             return Reading([])
         classes = self.classifier.classes
-        proba = self.classifier.proba(vectors, self.words([text[a:b] for a, b in spans]))
+        proba = self.classifier.proba(vectors, ngram_rows([text[a:b] for a, b in spans]))
         risk = 1.0 - proba[:, classes.index(ORDINARY)]
         labels = sorted({c.split("/")[0] for c in classes if c != ORDINARY})
         best: dict[str, tuple[float, int]] = {}
@@ -271,14 +265,8 @@ TRAINING: dict[str, Any] = {"l2": 1e-5, "steps": 300, "rate": 0.05, "scale": 2.0
                             "class_weight": {ORDINARY: 3.0}}
 
 
-def _word_rows(texts: Sequence[str], concepts: Concepts | None):
-    if concepts is None:
-        return ngram_rows(texts)
-    return ngram_rows(texts, concepts.tokens, concepts.weight)
-
-
-def _bank_version(model: str, bank: Sequence[Exemplar], threshold: float, concepts: Concepts | None = None) -> str:
-    features = f"vector+ngrams{HASH_DIM}" + (f"+concepts{concepts.version}" if concepts is not None else "")
+def _bank_version(model: str, bank: Sequence[Exemplar], threshold: float) -> str:
+    features = f"vector+ngrams{HASH_DIM}"
     digest = hashlib.sha256(json.dumps([model, features, threshold, TRAINING, [(e.text, e.target) for e in bank]],
                                        ensure_ascii=False).encode("utf-8")).hexdigest()
     return digest[:16]
@@ -295,21 +283,17 @@ def load_semantic(folder: Path, labels: Sequence[str], course: Sequence[str] = (
         return None
     if not any(e.label == ORDINARY for e in bank) or all(e.label == ORDINARY for e in bank):
         raise BankError(f"{folder}: the exemplar bank needs both crisis and ordinary ({ORDINARY}) exemplars")
-    try:
-        concepts = load_concepts(folder)
-    except ConceptError as exc:
-        raise BankError(str(exc)) from None
     model = embedder()
-    version = _bank_version(model.id, bank, THRESHOLD, concepts)
+    version = _bank_version(model.id, bank, THRESHOLD)
     texts, targets = _training_texts(bank)
     vectors = VectorCache(model.id, "safety-exemplars").vectors(texts, model.embed_many)
     classifier = _trained(version)
     if classifier is None:
-        classifier = train_softmax(vectors, targets, words=_word_rows(texts, concepts), **TRAINING)
+        classifier = train_softmax(vectors, targets, words=ngram_rows(texts), **TRAINING)
         _keep_trained(version, classifier)
     crisis = np.array([t != ORDINARY for t in targets])
     return SemanticScreen(classifier, THRESHOLD, version, np.ascontiguousarray(vectors[crisis]),
-                          np.ascontiguousarray(vectors[~crisis]), concepts)
+                          np.ascontiguousarray(vectors[~crisis]))
 
 
 def _trained_path(version: str) -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +25,7 @@ HASH_DIM = 1 << 14
 _WORD = re.compile(r"[^\W_]+")
 
 
-def _features(text: str, extra: Callable[[str], Sequence[str]] | None = None,
-              extra_weight: float = 1.0) -> dict[int, float]:
+def _features(text: str) -> dict[int, float]:
     words = _WORD.findall(fold_accents(text).casefold())
     tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
     spaced = f" {' '.join(words)} "
@@ -35,9 +34,6 @@ def _features(text: str, extra: Callable[[str], Sequence[str]] | None = None,
     for token in tokens:
         key = zlib.crc32(token.encode("utf-8")) % HASH_DIM
         counts[key] = counts.get(key, 0.0) + 1.0
-    for token in extra(text) if extra is not None else ():
-        key = zlib.crc32(token.encode("utf-8")) % HASH_DIM
-        counts[key] = counts.get(key, 0.0) + extra_weight
     return counts
 
 
@@ -84,15 +80,12 @@ class SparseRows:
         return cached
 
 
-def ngram_rows(texts: Sequence[str], extra: Callable[[str], Sequence[str]] | None = None,
-               extra_weight: float = 1.0) -> SparseRows:
-    """One unit-length row of hashed features per text. `extra(text)`: more tokens a caller
-    derives from the text (the safety screen's word classes), each counted `extra_weight`."""
+def ngram_rows(texts: Sequence[str]) -> SparseRows:
     cols: list[int] = []
     vals: list[float] = []
     starts = [0]
     for text in texts:
-        counts = _features(text, extra, extra_weight)
+        counts = _features(text)
         norm = sum(v * v for v in counts.values()) ** 0.5 or 1.0
         for key, value in counts.items():
             cols.append(key)
