@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from tutor.content.module_format import ModuleForm
-from tutor.render.reflection import QUOTED_CHARS, line_pairs, reflected
+from tutor.render.reflection import QUOTED_CHARS, reflected
 
 FIELDS = [{"id": "hours", "type": "number", "label": "Hours", "required": False, "min": 0, "max": 14},
           {"id": "goal", "type": "number", "label": "Goal", "required": False},
@@ -22,7 +22,7 @@ def form(*reflect):
 
 
 def said(f, answers):
-    return reflected(f, line_pairs(f.reflect), answers)
+    return reflected(f, f.reflect_lines, answers)
 
 
 def test_each_line_is_said_only_when_its_fields_were_answered_and_its_condition_holds():

@@ -64,11 +64,6 @@ class ReflectLine(_Strict):
         "number, e.g. 'belief_after < belief_before'",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _a_string_is_its_text(cls, value: object) -> object:
-        return {"text": value} if isinstance(value, str) else value
-
 
 class ModuleForm(Form):
     """A RESPONSE_SCHEMA form plus the topics that answering it covers, and what the
@@ -79,7 +74,7 @@ class ModuleForm(Form):
     covers: list[Id] | None = Field(
         default=None, min_length=1, description="topic ids answering covers; default: this topic"
     )
-    reflect: list[ReflectLine] = Field(
+    reflect: list[Text | ReflectLine] = Field(
         default_factory=list,
         description="lines the built-in tutor says after a submission, each only when every field it "
         "names was answered (and its `when` holds); without any, it thanks the learner",
@@ -87,11 +82,16 @@ class ModuleForm(Form):
 
     @model_validator(mode="after")
     def _reflect_names_this_forms_fields(self) -> ModuleForm:
-        problems = [p for line in self.reflect for p in template_problems(line.text, self)]
-        problems += [p for line in self.reflect if line.when and (p := condition_problem(line.when, self))]
+        problems = [p for text, _ in self.reflect_lines for p in template_problems(text, self)]
+        problems += [p for _, when in self.reflect_lines if when and (p := condition_problem(when, self))]
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def reflect_lines(self) -> list[tuple[str, str | None]]:
+        """(text, when) of each reflect line (a plain string is said whenever it can be filled)."""
+        return [(line, None) if isinstance(line, str) else (line.text, line.when) for line in self.reflect]
 
     @property
     def form(self) -> Form:

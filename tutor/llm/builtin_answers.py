@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tutor.i18n import Translator
 from tutor.contract.authored import markdown_blocks
 from tutor.llm.base import PassageData, TurnContext
-from tutor.render.reflection import line_pairs, reflected
+from tutor.render.reflection import reflected
 from tutor.text import words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -142,7 +142,7 @@ def _acknowledge_form(module: Module, form_id: str, answers: dict[str, Any], t: 
     # form): the tutor does not list them a third time, but says back what the author
     # asked it to reflect ("your belief went from 80 to 40"), else thanks and goes on.
     form = module.find_form(form_id)
-    said = reflected(form, line_pairs(form.reflect), answers) if form is not None else []
+    said = reflected(form, form.reflect_lines, answers) if form is not None else []
     if said:
         return [block("paragraph", " ".join(said))]
     return [block("paragraph", t("Thank you. Let's keep going."))]

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tutor.contract import Form
 from tutor.render.forms import display_value
 
-__all__ = ["QUOTED_CHARS", "condition_problem", "line_pairs", "placeholders", "reflected", "template_problems"]
+__all__ = ["QUOTED_CHARS", "condition_problem", "placeholders", "reflected", "template_problems"]
 
 QUOTED_CHARS = 240  # the longest piece of a learner's answer quoted back
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -112,8 +112,3 @@ def _quoted(field: Any, value: Any) -> str:
         if len(shown) > QUOTED_CHARS:
             shown = shown[:QUOTED_CHARS].rsplit(" ", 1)[0] + "…"
     return _MARKDOWN.sub(r"\\\1", shown)
-
-
-def line_pairs(lines: Sequence[Any]) -> list[tuple[str, str | None]]:
-    """(text, when) of a form's reflect lines (tutor.content.module_format.ReflectLine)."""
-    return [(line.text, line.when) for line in lines]
