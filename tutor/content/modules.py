@@ -44,6 +44,7 @@ from tutor.risk.config import (
 )
 from tutor.risk.semantic import BankError, SemanticScreen, semantic_screen
 from tutor.understand.intent_bank import lesson_talk
+from tutor.yaml_text import compose_and_load
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,7 @@ def check_text(
     """Check one module's YAML text; problems read ``source:line: message``. With `base_dir`
     (the module file's folder) its source files are read and checked too."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = compose_and_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

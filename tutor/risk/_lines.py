@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from tutor.yaml_text import compose_and_load
+
 Loc = tuple[str | int, ...]
 KEY = "[key]"  # as pydantic marks a mapping key: (*path, name, KEY) is the key's own line
 
@@ -15,8 +17,7 @@ def parse_yaml(text: str, source: str) -> tuple[Any, dict[Loc, int], list[str]]:
     """(data, path -> 1-based line, problems). Duplicate keys are problems: YAML would
     silently keep the last one."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = compose_and_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
