@@ -178,6 +178,12 @@ class Module(_Strict):
         "finds an English passage ('heart racing': [tim đập nhanh, hồi hộp]); matched as whole words, "
         "ignoring case and accents",
     )
+    not_covered: list[Text] = Field(
+        default_factory=list,
+        description="questions this module does not answer though they share its words ('how do I put my "
+        "laptop to sleep' beside a sleep module), in the learners' languages: the tutor learns from them to "
+        "say plainly that the module doesn't cover a question instead of quoting an unrelated passage",
+    )
     phases: list[Phase] = Field(min_length=1)
     sources: list[SourceFile] = Field(
         default_factory=list, description="markdown or text files beside the module; sections are '## ' headings"

@@ -12,8 +12,9 @@ glossary (tutor.teach.glossary: "tim đập nhanh" -> "heart racing") is read ag
 terms added: its words gain them, and its vector is the mean of the two readings'.
 
 Off-topic: a question whose best passage and best card are both far (cosine below
-OFF_TOPIC_BELOW) gets no passage at all — "that isn't in this module" — instead of the
-least unrelated quote. The embedding model's cosines sit in a narrow band (unrelated ~0.75,
+OFF_TOPIC_BELOW), or that reads as one of the author's `not_covered` questions (the
+module's look-alikes: "how do I put my laptop to sleep" beside a sleep module), gets no
+passage at all — "that isn't in this module" — instead of the least unrelated quote. The embedding model's cosines sit in a narrow band (unrelated ~0.75,
 close ~0.85+); the threshold was set on the development sets (evals/teach/dev).
 """
 
@@ -68,6 +69,14 @@ TOPIC_TRAINING = {"l2": 1e-4, "steps": 300, "scale": 2.0}
 CLASSIFIER_WINDOW = 25  # words per training window of a topic's material
 _MARKUP = re.compile(r"^\s*(#+|[-*>]|\d+\.|!!!\s*\w+)\s*", re.MULTILINE)
 OFF_TOPIC_BELOW = 0.80
+# A question this close to one of the author's `not_covered` questions (about the cosine of a
+# paraphrase), and clearly closer to it than to anything the module teaches, is not the
+# module's. The margin matters: the model's cosines crowd together (0.87-0.90 between a
+# sleep question and "how do I stop my PC going to sleep"), and learnt as a topic-reader
+# class the look-alikes took real questions with them (development sets: wrongly refused
+# 2% -> 8%).
+NOT_COVERED_AT = 0.92
+NOT_COVERED_MARGIN = 0.03
 WINDOW_WORDS = 60  # a passage is read in windows of whole sentences: the model reads short texts best
 
 
@@ -110,6 +119,8 @@ class ModuleVectors:
         rows = VectorCache(model_id(), f"checks-{module.id}").vectors(
             [check_text(c) for c in checks], model.embed_many) if checks else []
         self.checks = {c.id: row for c, row in zip(checks, rows)}  # what an answer to each check is about
+        self.not_covered = VectorCache(model_id(), f"not-covered-{module.id}").vectors(
+            list(module.not_covered), model.embed_many) if module.not_covered else np.zeros((0, 1), np.float32)
 
     @classmethod
     def build(cls, module: Module) -> ModuleVectors:
@@ -189,7 +200,7 @@ def find(module: Module, question: str, vector: np.ndarray, k: int = 3) -> Found
     np.maximum.at(passage_cos, vectors.owner, vectors.windows @ vector)
     card_cos = vectors.cards @ vector
     relevance = float(max(passage_cos.max(), card_cos.max()))
-    if relevance < OFF_TOPIC_BELOW:
+    if relevance < OFF_TOPIC_BELOW or _reads_not_covered(vectors, vector, relevance):
         return Found([], relevance, True)
     lexical = index.lexical(tokens(read[:2000]))
     words = lexical[1] if lexical is not None else np.zeros(len(index.passages))
@@ -205,6 +216,15 @@ def find(module: Module, question: str, vector: np.ndarray, k: int = 3) -> Found
         score = score + W_TOPIC * np.array([proba.get(index.topics[i] or "", 0.0) for i in index.topic_at])
         return Found(index.ranked(score, k, 1), relevance, False, share)
     return Found(index.ranked(score, k, 1), relevance, False)
+
+
+def _reads_not_covered(vectors: ModuleVectors, vector: np.ndarray, relevance: float) -> bool:
+    """The question reads as one of the author's `not_covered` questions: closer to one of
+    them than to any passage or topic card (by NOT_COVERED_MARGIN), and close in itself."""
+    if not len(vectors.not_covered):
+        return False
+    nearest = float((vectors.not_covered @ vector).max())
+    return nearest >= NOT_COVERED_AT and nearest >= relevance + NOT_COVERED_MARGIN
 
 
 def more_about(module: Module, topic_id: str, k: int = 1, shown: Sequence[str] = ()) -> list[Passage]:

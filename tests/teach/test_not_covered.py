@@ -1,0 +1,39 @@
+"""A module's `not_covered` questions (look-alikes that share its words): a question that
+reads as one of them is not the module's, so the tutor says so instead of quoting a passage;
+a real question close by is still answered."""
+
+from __future__ import annotations
+
+import pytest
+
+from tutor.content.modules import load_library
+from tutor.teach.meaning import find
+from tutor.understand import embedder
+
+SLEEP = load_library().get("giac_ngu_lanh_manh")
+BARE = SLEEP.model_copy(update={"not_covered": [], "id": "giac_ngu_lanh_manh_bare"})
+
+
+def found(module, question):
+    return find(module, question, embedder().embed([question])[0])
+
+
+@pytest.mark.parametrize("question", [
+    "how can i keep my computer awake and not sleeping",  # a paraphrase of a listed question
+    "How do I stop my Windows PC from going to sleep?",  # listed
+])
+def test_a_look_alike_the_author_listed_is_not_the_modules(question):
+    assert found(SLEEP, question).off_topic
+    # Without the author's list it was taken for a question about sleep and answered with a quote.
+    without = found(BARE, question)
+    assert not without.off_topic and without.passages
+
+
+@pytest.mark.parametrize("question, topic", [
+    ("uống cà phê buổi chiều có làm mất ngủ không", "ca_phe_ruou_bia"),
+    ("does scrolling my phone in bed keep me awake?", "man_hinh_anh_sang"),
+])
+def test_a_real_question_beside_the_look_alikes_is_still_answered(question, topic):
+    result = found(SLEEP, question)
+    assert not result.off_topic
+    assert topic in [p.topic_id for p in result.passages]
