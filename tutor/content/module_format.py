@@ -181,8 +181,8 @@ class Module(_Strict):
     not_covered: list[Text] = Field(
         default_factory=list,
         description="questions this module does not answer though they share its words ('how do I put my "
-        "laptop to sleep' beside a sleep module), in the learners' languages: the tutor learns from them to "
-        "say plainly that the module doesn't cover a question instead of quoting an unrelated passage",
+        "laptop to sleep' beside a sleep module), in the learners' languages: a question that reads as one "
+        "of them is told plainly that the module doesn't cover it instead of getting an unrelated passage",
     )
     phases: list[Phase] = Field(min_length=1)
     sources: list[SourceFile] = Field(

@@ -14,8 +14,9 @@ terms added: its words gain them, and its vector is the mean of the two readings
 Off-topic: a question whose best passage and best card are both far (cosine below
 OFF_TOPIC_BELOW), or that reads as one of the author's `not_covered` questions (the
 module's look-alikes: "how do I put my laptop to sleep" beside a sleep module), gets no
-passage at all — "that isn't in this module" — instead of the least unrelated quote. The embedding model's cosines sit in a narrow band (unrelated ~0.75,
-close ~0.85+); the threshold was set on the development sets (evals/teach/dev).
+passage at all — "that isn't in this module" — instead of the least unrelated quote. The
+embedding model's cosines sit in a narrow band (unrelated ~0.75, close ~0.85+); the
+thresholds were set on the development sets (evals/teach/dev).
 """
 
 from __future__ import annotations
