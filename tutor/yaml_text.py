@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["compose_and_load"]
+__all__ = ["compose_and_load", "invalid_yaml"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -25,3 +25,11 @@ def compose_and_load(text: str) -> tuple[yaml.Node | None, Any]:
     finally:
         loader.dispose()
     return node, data
+
+
+def invalid_yaml(exc: yaml.YAMLError, source: str) -> str:
+    """The ``source:line: invalid YAML: reason`` message for a parse error."""
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else 1
+    reason = getattr(exc, "problem", None) or str(exc)
+    return f"{source}:{line}: invalid YAML: {reason}"

@@ -44,7 +44,7 @@ from tutor.risk.config import (
 )
 from tutor.risk.semantic import BankError, SemanticScreen, semantic_screen
 from tutor.understand.intent_bank import lesson_talk
-from tutor.yaml_text import compose_and_load
+from tutor.yaml_text import compose_and_load, invalid_yaml
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +96,7 @@ def check_text(
     try:
         root, data = compose_and_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        reason = getattr(exc, "problem", None) or str(exc)
-        return CheckResult(None, [f"{source}:{line}: invalid YAML: {reason}"])
+        return CheckResult(None, [invalid_yaml(exc, source)])
     if not isinstance(data, dict):
         shape = "a module file must be a mapping with id, title, description, language and phases"
         return CheckResult(None, [f"{source}:1: {shape}"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from tutor.yaml_text import compose_and_load
+from tutor.yaml_text import compose_and_load, invalid_yaml
 
 Loc = tuple[str | int, ...]
 KEY = "[key]"  # as pydantic marks a mapping key: (*path, name, KEY) is the key's own line
@@ -19,10 +19,7 @@ def parse_yaml(text: str, source: str) -> tuple[Any, dict[Loc, int], list[str]]:
     try:
         root, data = compose_and_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        reason = getattr(exc, "problem", None) or str(exc)
-        return None, {}, [f"{source}:{line}: invalid YAML: {reason}"]
+        return None, {}, [invalid_yaml(exc, source)]
     lines: dict[Loc, int] = {}
     problems: list[tuple[int, str]] = []
     _walk(root, (), lines, problems)
