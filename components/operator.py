@@ -190,6 +190,7 @@ def _window(w: rx.Var[WindowRow]) -> rx.Component:
     return rx.el.div(
         rx.el.h3("Model calls, " + w.label),
         rx.el.p(w.calls + " · latency p50 " + w.p50 + " · p95 " + w.p95),
+        rx.cond(w.builtin != "", rx.el.p(w.builtin, class_name="op-muted")),
         rx.cond(w.counts.length() > 0,
                 _table("Model calls by outcome, " + w.label, ["Outcome", "Error", "Calls"],
                        rx.foreach(w.counts, _count))),

@@ -31,6 +31,7 @@ from tutor.llm.factory import make_provider
 from tutor.storage.store import (
     TABLES,
     Account,
+    AuditEvent,
     AuthSession,
     Conversation,
     Learner,
@@ -68,6 +69,8 @@ class World:
         builtin = Engine(store, make_provider(LLMSettings()), LIBRARY, LLMSettings())
         self.ann = run(builtin.open("ann-key-0123456789", MODULE))
         run(builtin.send(self.ann.id, LearnerInput(text="Continue")))
+        # typed while the check is open, but a question, not an answer: not judged
+        run(builtin.send(self.ann.id, LearnerInput(text="Why does anxiety make my heart race?")))
         run(builtin.send(self.ann.id, LearnerInput(text=NUTSHELL.example_answer)))
         with store.session() as s:
             bob = Learner(key="bob-key-abcdefghij")
@@ -209,6 +212,13 @@ def test_backend_health_counts_calls_and_shows_the_latest_error_with_its_hint(wo
     assert "TUTOR_LLM_API_KEY" in recent.hint and SECRET not in recent.error + recent.hint
     later = backend_health(store, now=utcnow() + timedelta(hours=2))
     assert later.windows[0].calls == 0 and later.windows[1].calls == day.calls
+    # The built-in tutor's turns (ann's, bob's, and the lesson standing in for cat's failed
+    # greeting) are counted apart: not calls, not latency.
+    with store.session() as s:
+        providers = [a.provider for a in s.exec(select(AuditEvent)).all()]
+    assert hour.builtin_turns == providers.count("builtin") >= 4 and hour.fallback_turns == 1
+    assert hour.calls == len(providers) - providers.count("builtin")
+    assert all(c.outcome != "valid" for c in hour.counts)  # only the model's refused call is listed
 
 
 def test_percentiles():
@@ -230,7 +240,7 @@ def test_module_numbers_count_learners_topics_forms_and_scores(world, store):
     level = next(f for f in stats.fields if f.field_id == "primary_level")
     assert level.answers == 2 and {(o.value, o.count) for o in level.options} == {("physical", 1), ("mental", 1)}
     assert all(o.label for o in level.options) and level.label != "primary_level"  # the author's labels
-    [check] = stats.checks
+    [check] = stats.checks  # ann's answer; the question she typed while it was open is not counted
     assert (check.check_id, check.judged, check.failed, check.mean, check.median) == \
         ("anxiety_in_a_nutshell", 1, 0, 10.0, 10.0)
     # A day later nobody has written: all three stopped, ann after the topics she saw.

@@ -5,8 +5,10 @@ rows from real turns (tests/test_console.py's World)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
+import unicodedata
 
 import pytest
 
@@ -50,6 +52,8 @@ def test_one_refresh_holds_a_page_of_reviews_health_and_the_module(world, store)
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", risk.created_at), risk.created_at
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", data.errors[0].created_at)
     assert re.fullmatch(r"[\d,]+ calls?", data.windows[1].calls) and data.windows[1].calls != "1 calls"
+    assert re.fullmatch(r"Built-in tutor: [\d,]+ turns \(not model calls, not in the latency\); "
+                        r"1 stood in for a failed model turn\.", data.windows[0].builtin), data.windows[0].builtin
     assert any(t.mastered == "1" for t in data.module.topics)
     assert any(f.key == "anxiety_levels_check-primary_level" for f in data.module.fields)
     assert data.module.checks[0].mean == "10"
@@ -92,3 +96,8 @@ def test_counts_use_the_catalogues_plural_forms(store):
     assert row.module_title == "gone_module"  # a module no longer served: its id
     assert row.reviewed_line == "Reviewed by olga at 2026-11-26 09:00 UTC"
     assert console_time("2026-11-25T14:03:09Z") == "2026-11-25 14:03 UTC" and console_time(None) == ""
+    # Vietnamese a model wrote as letters plus combining marks is shown composed, so a
+    # monospace font draws "ệ", not "e" with two marks hanging beside it.
+    decomposed = unicodedata.normalize("NFD", "Bạn nghỉ ngơi đi nhé. Tiếp tục")
+    assert decomposed != "Bạn nghỉ ngơi đi nhé. Tiếp tục"
+    assert review_row(dataclasses.replace(item, raw=decomposed), {}).raw == "Bạn nghỉ ngơi đi nhé. Tiếp tục"

@@ -48,6 +48,10 @@ class HealthWindow:
     counts: list[CallCount] = field(default_factory=list)  # most frequent first
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
+    # Turns the built-in tutor wrote (the embedded default, or standing in for a failed
+    # model turn): counted here, never as model calls or in the models' latency.
+    builtin_turns: int = 0
+    fallback_turns: int = 0  # of those, the module's lesson standing in for a failed model turn
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,12 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[low] + (ordered[high] - ordered[low]) * (pos - low), 1)
 
 
+def _is_builtin(provider: str, outcome: str) -> bool:
+    """A turn the built-in tutor wrote: its own provider, or its lesson standing in for a
+    failed model turn (outcome "fallback")."""
+    return provider == "builtin" or outcome == "fallback"
+
+
 def backend_health(store: Store, *, now: datetime | None = None) -> Health:
     now = now or utcnow()
     windows = []
@@ -103,19 +113,20 @@ def backend_health(store: Store, *, now: datetime | None = None) -> Health:
         for label, span in (("last hour", timedelta(hours=1)), ("last day", timedelta(days=1))):
             since = now - span
             rows = s.exec(
-                select(AuditEvent.outcome, AuditEvent.error_class, AuditEvent.latency_ms)
+                select(AuditEvent.provider, AuditEvent.outcome, AuditEvent.error_class, AuditEvent.latency_ms)
                 .where(col(AuditEvent.created_at) >= since)
                 .order_by(col(AuditEvent.id).desc()).limit(LATENCY_SAMPLE)
             ).all()
-            counts = Counter((outcome, scrub(error or "")) for outcome, error, _ in rows)
-            # The built-in tutor standing in for a failed turn (outcome "fallback") is counted
-            # on its own row, never as a model call or in the models' latency.
-            latencies = [float(lat) for outcome, _, lat in rows
-                         if lat is not None and outcome not in ("skipped", "fallback")]
+            builtin = [row for row in rows if _is_builtin(row[0], row[1])]
+            calls = [(outcome, error, lat) for provider, outcome, error, lat in rows
+                     if not _is_builtin(provider, outcome)]
+            counts = Counter((outcome, scrub(error or "")) for outcome, error, _ in calls)
+            latencies = [float(lat) for outcome, _, lat in calls if lat is not None and outcome != "skipped"]
             windows.append(HealthWindow(
-                label=label, calls=sum(1 for outcome, _, _ in rows if outcome != "fallback"),
+                label=label, calls=len(calls),
                 counts=[CallCount(o, e, n) for (o, e), n in counts.most_common()],
                 latency_p50_ms=percentile(latencies, 50), latency_p95_ms=percentile(latencies, 95),
+                builtin_turns=len(builtin), fallback_turns=sum(1 for row in builtin if row[1] == "fallback"),
             ))
         errors = s.exec(
             select(AuditEvent).where(col(AuditEvent.error_class).is_not(None))

@@ -12,9 +12,10 @@ note or a screenshot."""
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from collections.abc import Callable
 
-from tutor.console.console import backend_health
+from tutor.console.console import HealthWindow, backend_health
 from tutor.console.console_modules import module_stats
 from tutor.console.reviews import Attempt, ReviewItem, review_list
 from tutor.content.modules import Library
@@ -83,6 +84,7 @@ class WindowRow:
     p50: str
     p95: str
     counts: list[CountRow] = dataclasses.field(default_factory=list)
+    builtin: str = ""  # "Built-in tutor: 3 turns, not model calls …"; "" when it wrote none
 
 
 @dataclasses.dataclass
@@ -158,6 +160,17 @@ class ConsoleData:
     screens: list[ScreenRow] = dataclasses.field(default_factory=list)
 
 
+def _builtin_line(window: HealthWindow, t: Translator) -> str:
+    if not window.builtin_turns:
+        return ""
+    line = "Built-in tutor: " + t.plural("{n:,} turn", "{n:,} turns", window.builtin_turns) + \
+        " (not model calls, not in the latency)"
+    if window.fallback_turns:
+        line += "; " + t.plural("{n:,} stood in for a failed model turn", "{n:,} stood in for failed model turns",
+                                window.fallback_turns)
+    return line + "."
+
+
 def load_console(
     store: Store, library: Library, *, include_reviewed: bool, page: int, module_id: str,
     pricer: Callable[[int, int], float | None] | None = None, t: Translator | None = None,
@@ -174,7 +187,8 @@ def load_console(
         reviews=[review_row(i, titles, t) for i in items[:REVIEW_PAGE]],
         has_more=len(items) > REVIEW_PAGE,
         windows=[WindowRow(w.label, t.plural("{n:,} call", "{n:,} calls", w.calls), _ms(w.latency_p50_ms), _ms(w.latency_p95_ms),
-                           [CountRow(c.outcome, c.error_class or "—", f"{c.count:,}") for c in w.counts])
+                           [CountRow(c.outcome, c.error_class or "—", f"{c.count:,}") for c in w.counts],
+                           _builtin_line(w, t))
                  for w in health.windows],
         errors=[ErrorRow(console_time(e.created_at), e.provider, e.model, e.kind, e.error_class,
                          str(e.http_status) if e.http_status else "", e.error, e.hint)
@@ -221,7 +235,9 @@ def review_row(item: ReviewItem, titles: dict[str, str] | None = None, t: Transl
             where=f"{'field ' + str(e['field']) if e.get('field') else 'message'} [{e['start']}:{e['end']}]",
             snippet=e["snippet"], check="" if e["verified"] else "hash mismatch: the message changed since")
             for e in item.evidence],
-        raw=item.raw,
+        # Composed (NFC): a model may write Vietnamese as letters plus combining marks, which a
+        # monospace font draws detached from their letters; the text is the same.
+        raw=unicodedata.normalize("NFC", item.raw),
         raw_more=t.plural("… {n:,} more character not shown", "… {n:,} more characters not shown",
                           item.raw_omitted) if item.raw_omitted else "",
         attempts=[attempt_row(a) for a in item.attempts],
