@@ -14,7 +14,7 @@ from components.connection import LOST, connection_words
 from components.menu import chat_menu
 from components.message import message
 from components.progress import milestone_banner, progress_panel
-from components.sending import char_counter, outbox, sending_behaviour, sending_fields
+from components.sending import char_counter, held_outbox, opening_flag, outbox, sending_behaviour, sending_fields
 from components.streaming import streaming_reply
 from tutor.web.state import ChatState, live_buckets, ui
 
@@ -113,6 +113,7 @@ def _composer() -> rx.Component:
         class_name="composer",
         id="composer",
         data_conversation=ChatState.conversation_id.to_string(),  # drafts are kept per conversation
+        data_opening=opening_flag(),  # sends wait for the introduction (components/sending)
         aria_label=ui("Send a message to the tutor"),
     )
 
@@ -141,6 +142,7 @@ def _messages() -> rx.Component:
         outbox(),  # messages being sent, shown at once (components/sending)
         rx.cond(ChatState.streaming, streaming_reply()),
         rx.cond(ChatState.thinking & ~ChatState.streaming, _typing()),
+        held_outbox(),  # sends waiting for the opening turn, below it
         rx.el.div(id="chat-end"),
         id="messages",
         class_name="messages",

@@ -17,6 +17,7 @@ from tutor.console.console_display import (
     ReviewRow,
     ScreenRow,
     TopicRow,
+    TranscriptRow,
     WindowRow,
 )
 from tutor.web.operator_state import OperatorState as S
@@ -68,6 +69,38 @@ def _mark_form(item: rx.Var[ReviewRow]) -> rx.Component:
     )
 
 
+def _transcript_line(line: rx.Var[TranscriptRow]) -> rx.Component:
+    return rx.el.li(
+        rx.el.p(
+            rx.el.strong(line.who), " · ", line.when,
+            rx.cond(line.flags != "", rx.el.span(" · " + line.flags)),
+            rx.cond(line.focus, rx.el.strong(" · the message under review", class_name="op-warning")),
+            class_name="op-muted",
+        ),
+        rx.el.div(line.text, class_name="op-transcript-text"),
+        class_name=rx.cond(line.focus, "op-line op-focus", "op-line"),
+        aria_current=rx.cond(line.focus, "true", "false"),
+    )
+
+
+def _transcript(item: rx.Var[ReviewRow]) -> rx.Component:
+    """The conversation around the item, read-only (loaded when the operator asks)."""
+    is_open = S.transcript_key == item.key
+    return rx.el.div(
+        rx.el.button(rx.cond(is_open, "Hide conversation", "Show conversation"), type="button",
+                     class_name="btn btn-quiet", id="transcript-" + item.key,
+                     aria_expanded=rx.cond(is_open, "true", "false"), aria_controls="conversation-" + item.key,
+                     on_click=S.toggle_transcript(item.key)),
+        rx.cond(is_open, rx.el.div(
+            rx.el.h4("Conversation around it (read-only)"),
+            rx.cond(S.transcript_error != "", rx.el.p(S.transcript_error, role="alert", class_name="input-error")),
+            rx.el.ol(rx.foreach(S.transcript, _transcript_line), class_name="op-transcript"),
+            id="conversation-" + item.key,
+        )),
+        class_name="op-conversation",
+    )
+
+
 def _review(item: rx.Var[ReviewRow]) -> rx.Component:
     return rx.el.li(
         rx.el.article(
@@ -79,6 +112,7 @@ def _review(item: rx.Var[ReviewRow]) -> rx.Component:
             ),
             rx.cond(item.evidence.length() > 0, rx.el.div(
                 rx.el.h4("Evidence"), rx.el.ul(rx.foreach(item.evidence, _evidence)))),
+            _transcript(item),
             rx.cond(item.raw != "", rx.el.div(
                 rx.el.h4("Raw model reply"),
                 rx.el.pre(item.raw, class_name="op-raw", tab_index=0, aria_label="Raw model reply"),

@@ -8,7 +8,11 @@ Nothing typed is lost on a reload: what is in the box, and the sends the server 
 confirmed yet, are kept per conversation in the tab's sessionStorage (a reload brings them
 back, and the unconfirmed sends go again with their ids, so each is stored once). Closing
 the tab, signing out or "start fresh" forgets them: the next person at a shared computer
-finds nothing."""
+finds nothing.
+
+While the tutor's opening turn is still being written, a send waits below it (marked so)
+and goes once the introduction is on the page: it is stored after the introduction, so the
+conversation reads in the order it was written, now and after a reload."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ if (!window.__tutorSending) {
   const box = () => document.getElementById('message');
   const composer = () => document.getElementById('composer');
   const offline = () => !!document.getElementById('connection-lost');
+  const opening = () => { const f = composer(); return !!(f && f.dataset.opening === '1'); };
 
   const counter = () => {
     const b = box(), c = document.getElementById('char-count');
@@ -48,8 +53,8 @@ if (!window.__tutorSending) {
   };
   document.addEventListener('input', (e) => { if (e.target && e.target.id === 'message') { counter(); } }, true);
 
-  const bubble = (text) => {
-    const out = document.getElementById('outbox');
+  const bubble = (text, held) => {
+    const out = document.getElementById(held ? 'outbox-held' : 'outbox');
     const words = out ? out.dataset : {};  // the page's words, in the module's language
     const el = document.createElement('article');
     el.className = 'msg msg-learner msg-sending';
@@ -62,7 +67,7 @@ if (!window.__tutorSending) {
     body.append(p);
     const note = document.createElement('span');
     note.className = 'sending-note';
-    note.textContent = words.sending || '';
+    note.textContent = (held ? words.waiting : words.sending) || '';
     el.append(body, note);
     if (out) { out.append(el); }
     return el;
@@ -89,10 +94,17 @@ if (!window.__tutorSending) {
         .forEach((k) => sessionStorage.removeItem(k));
     } catch (e) { /* storage off */ }
   };
-  const track = (id, text, sentAt = Date.now()) => {
+  const track = (id, text, sentAt = Date.now(), held = false) => {
     const c = convo();
-    outbox.set(id, {text, sentAt, el: bubble(text), convo: c});
+    outbox.set(id, {text, sentAt, el: bubble(text, held), convo: c, held});
     saveOutbox(c);
+  };
+  const release = (item) => {  // the introduction is on the page: this send goes now, below it
+    item.held = false;
+    const out = document.getElementById('outbox');
+    if (out) { out.append(item.el); }
+    const note = item.el.querySelector('.sending-note');
+    if (note && out) { note.textContent = out.dataset.sending || ''; }
   };
   let restored = '';
   const restore = () => {  // once per conversation shown in this tab
@@ -104,7 +116,7 @@ if (!window.__tutorSending) {
     let items = [];
     try { items = JSON.parse(kept(`tutor-outbox:${c}`) || '[]'); } catch (e) { items = []; }
     items.forEach((item) => {
-      if (item && item.id && item.text && !outbox.has(item.id)) { track(item.id, item.text, 0); }  // sent again at the next tick
+      if (item && item.id && item.text && !outbox.has(item.id)) { track(item.id, item.text, 0, opening()); }  // sent again at the next tick
     });
   };
   document.addEventListener('input', (e) => { if (e.target && e.target.id === 'message') { saveDraft(); } }, true);
@@ -137,6 +149,13 @@ if (!window.__tutorSending) {
     const text = b ? b.value : '';
     if (!text.trim()) { e.preventDefault(); e.stopPropagation(); return; }  // nothing to send: no server trip
     const id = newId();
+    if (opening()) {  // the introduction first: this send waits below it, then goes
+      e.preventDefault();
+      e.stopPropagation();
+      track(id, text, 0, true);
+      if (b) { b.value = ''; counter(); saveDraft(); }
+      return;
+    }
     form.elements['client_id'].value = id;
     form.elements['queued'].value = '';
     track(id, text);
@@ -222,6 +241,13 @@ if (!window.__tutorSending) {
     if (offline() || !outbox.size) { return; }
     const now = Date.now();
     for (const [id, item] of outbox) {
+      if (item.held) {
+        if (opening()) { continue; }
+        release(item);
+        item.sentAt = now;
+        submitQueued(id, item.text);
+        continue;
+      }
       if (now - item.sentAt >= RESEND_AFTER_MS) {
         item.sentAt = now;
         submitQueued(id, item.text);
@@ -254,6 +280,17 @@ def outbox() -> rx.Component:
     """Where messages being sent show until the server has stored them (filled by the script)."""
     return rx.el.div(id="outbox", class_name="outbox", data_sending=ui("Sending…"),
                      data_label=ui("Your message, sending"))
+
+
+def held_outbox() -> rx.Component:
+    """Below the opening turn being written: sends that wait for it (filled by the script)."""
+    return rx.el.div(id="outbox-held", class_name="outbox", data_waiting=ui("Sent once the introduction is done"),
+                     data_label=ui("Your message, waiting for the tutor's introduction"))
+
+
+def opening_flag() -> rx.Var[str]:
+    """"1" while the tutor's opening turn is being written (no tutor message on the page yet)."""
+    return rx.cond(ChatState.thinking & (ChatState.latest_tutor_id == 0), "1", "0")
 
 
 def sending_behaviour() -> rx.Component:

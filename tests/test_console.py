@@ -24,6 +24,7 @@ from tutor.console.console import backend_health, find_learner, percentile
 from tutor.console.console_modules import csv_cell, module_stats, progress_csv
 from tutor.console.learner_data import delete_learner
 from tutor.console.reviews import mark_reviewed, mark_turn_reviewed, review_list
+from tutor.console.transcript import review_transcript
 from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
@@ -173,6 +174,54 @@ def test_a_long_raw_reply_is_capped(world, store):
         s.commit()
     item = next(i for i in review_list(store, details=True) if i.raw.startswith("x"))
     assert len(item.raw) == 8_000 and item.raw_omitted == 17_000
+
+
+def test_a_flag_opens_the_conversation_around_it_with_the_learners_full_message(world, store):
+    [risk] = [i for i in review_list(store) if i.kind == "risk"]
+    lines = review_transcript(store, "risk", risk.id)
+    [focus] = [line for line in lines if line.focus]
+    assert (focus.role, focus.text) == ("learner", "my dad hits me when he is drunk")
+    assert lines[0].role == "tutor" and "Anxiety" in lines[0].text  # the greeting before it
+    reply = lines[-1]
+    assert reply.role == "tutor" and reply.seq == focus.seq + 1 and any(f.startswith("risk:") for f in reply.flags)
+    with store.session() as s:
+        shown = s.exec(select(Message).where(Message.conversation_id == world.bob.id, Message.seq == reply.seq)).one()
+    blocks = shown.parsed["content"]["text_blocks"]
+    assert blocks and all(b["content"] in reply.text for b in blocks)  # what the learner was shown
+    # A long conversation: only the messages around it; other conversations never.
+    ann = review_transcript(store, "turn", world._last_tutor(world.ann.id).id, before=2, after=0)
+    assert [line.seq for line in ann] == [ann[-1].seq - 2, ann[-1].seq - 1, ann[-1].seq] and ann[-1].focus
+    assert "my dad" not in json.dumps([line.__dict__ for line in ann])
+    # A form answer reads as its fields; a turn that failed closed as what stood in, scrubbed.
+    forms = review_transcript(store, "turn", world._last_tutor(world.ann.id).id, before=0, after=2)
+    assert [line.role for line in forms] == ["tutor", "learner", "learner"]
+    assert forms[1].text.splitlines()[:2] == ["(form anxiety_levels_check)", "primary_level: physical"]
+    cat = review_transcript(store, "turn", world.cat_reply.id)
+    assert cat[-1].focus and cat[-1].role == "tutor" and SECRET not in cat[-1].text
+    assert review_transcript(store, "risk", 10_000) is None
+    assert review_transcript(store, "turn", risk.id + 10_000) is None
+    assert review_transcript(store, "learner", 1) is None
+    learner_message = next(line for line in lines if line.role == "learner")
+    assert review_transcript(store, "turn", _message_id(store, world.bob.id, learner_message.seq)) is None
+
+
+def _message_id(store: Store, conversation_id: int, seq: int) -> int:
+    with store.session() as s:
+        return s.exec(select(Message.id).where(Message.conversation_id == conversation_id,
+                                               Message.seq == seq)).one()
+
+
+def test_the_cli_shows_the_conversation_around_a_flag(world, store, monkeypatch):
+    [risk] = [i for i in review_list(store) if i.kind == "risk"]
+    monkeypatch.setenv("TUTOR_DATABASE_URL", store.url)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli(["review", "show", str(risk.id)]) == 0
+    assert ">> #1 learner" in out.getvalue() and "my dad hits me when he is drunk" in out.getvalue()
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli(["review", "show", "99999"]) == 1
+    assert "no safety flag with id 99999" in out.getvalue()
 
 
 def test_the_cli_lists_turn_marks_and_marks_turns(world, store, monkeypatch):

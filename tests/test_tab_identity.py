@@ -237,7 +237,8 @@ def flagged(store, engine):
 
 
 def has_console_data(op: OperatorState) -> bool:
-    return bool(op.reviews or op.module_ids or op.module_titles or op.module.module_id or op._operator)
+    return bool(op.reviews or op.module_ids or op.module_titles or op.module.module_id or op._operator
+                or op.transcript)
 
 
 READS = [
@@ -267,6 +268,22 @@ def test_console_reads_check_the_operator_each_time(store, engine, flagged, hand
     result = run(getattr(OperatorState, handler).fn(op, *args))
     assert result is None
     assert op.access == "denied" and not has_console_data(op)
+
+
+def test_a_flags_conversation_is_read_for_an_operator_only_and_each_time(store, engine, flagged):
+    cookie = signed_in(store, "olga")
+    op = run(console(new_tab(cookie, "/operator")))
+    key = op.reviews[0].key
+    run(OperatorState.toggle_transcript.fn(op, key))
+    assert op.transcript_key == key and any(row.focus and row.who == "Learner" for row in op.transcript)
+    run(OperatorState.toggle_transcript.fn(op, key))  # closed again
+    assert (op.transcript_key, op.transcript) == ("", [])
+    run(OperatorState.toggle_transcript.fn(op, "risk-x"))  # not an item: nothing read
+    assert op.transcript == []
+    accounts.set_role(store, "olga", "learner")
+    # Called directly, as a crafted event would be: the handler checks who asks, now.
+    run(OperatorState.toggle_transcript.fn(op, key))
+    assert op.access == "denied" and op.transcript == [] and not has_console_data(op)
 
 
 def test_a_learner_signing_in_on_the_operators_tab_sees_no_console_data(store, engine, flagged):

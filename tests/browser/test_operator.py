@@ -112,6 +112,20 @@ def test_an_operator_marks_a_failed_turn_reviewed(accounts_app: RunningApp, page
     expect(item.get_by_role("table")).to_contain_text("AuthError")
     expect(item).to_contain_text("check TUTOR_LLM_API_KEY")
     expect(page.locator("#recent-errors")).to_contain_text("check TUTOR_LLM_API_KEY")
+    # The conversation around the turn, read-only: the learner's message, and the turn itself
+    # marked as the one under review, its raw text shown as text.
+    item.get_by_role("button", name="Show conversation").click()
+    conversation = page.locator(f"#conversation-turn-{turn_id}")
+    expect(conversation.locator("li")).to_have_count(2)
+    expect(conversation.locator("li").first).to_contain_text("Learner")
+    expect(conversation.locator("li").first).to_contain_text("hello")
+    focus = conversation.locator("li[aria-current=true]")
+    expect(focus).to_contain_text("the message under review")
+    expect(focus).to_contain_text(HOSTILE_RAW)
+    assert focus.locator("img").count() == 0 and page.evaluate("window.__pwned") is None
+    expect(item.get_by_role("button", name="Hide conversation")).to_have_attribute("aria-expanded", "true")
+    item.get_by_role("button", name="Hide conversation").click()
+    expect(conversation).to_have_count(0)
 
     item.get_by_label("Note (optional)").fill("rotated the key")
     item.get_by_role("button", name="Mark reviewed").click()
@@ -144,6 +158,8 @@ def test_an_operator_deletes_a_learner_only_after_typing_their_name(accounts_app
     sign_in(page, accounts_app, name)
     expect(page.locator("#module-summary")).to_contain_text(re.compile(r"^\d+ learners? · \d+ stopped"))
     expect(page.locator("#module-summary")).not_to_contain_text("1 learners")
+    page.get_by_role("button", name="Show conversation").first.click()  # checked open too
+    expect(page.locator(".op-transcript li[aria-current=true]")).to_have_count(1)
     assert axe_in_both_themes(page) == {}
 
     page.get_by_label("Username or learner key").fill(learner)

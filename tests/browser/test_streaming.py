@@ -112,3 +112,39 @@ def test_the_busy_timer_starts_again_for_the_next_turn(
                             " || ''; const n = m.match(/(\\d+) s/); return n ? Number(n[1]) : 0; }")
     assert seconds < 4, f"the timer carried the first turn's {seconds} s over"
     expect(page.locator(".msg-tutor")).to_have_count(tutors + 2, timeout=30_000)
+
+
+def test_a_message_sent_while_the_introduction_is_written_waits_below_it_and_keeps_its_place(
+    model_app: RunningApp, model: ScriptedModel, page: Page
+) -> None:
+    greeting = reply(block("paragraph", prose(6)), next_step={"suggestions": ["Continue"]})
+    model.stream(json.dumps(greeting), pieces=40, chunk_delay_s=0.15)  # the opening turn, ~6 s
+    model.reply(reply(block("paragraph", "Good question: the heart speeds up to carry oxygen.")))
+    page.goto(model_app.url + "/")
+    page.locator("#open-understanding_anxiety").click()
+    streaming = page.locator("#streaming-reply")
+    expect(streaming.locator(".growing")).to_contain_text("Anxiety is the body", timeout=15_000)
+    _send_only(page, "Why does my heart race?")
+    held = page.locator("#outbox-held .msg-sending")
+    expect(held).to_contain_text("Why does my heart race?")
+    expect(held).to_contain_text("Sent once the introduction is done")
+    expect(page.locator("#message")).to_have_value("")  # the box is free for the next thought
+    # Below the introduction being written, not above it.
+    assert page.evaluate("() => !!(document.getElementById('streaming-reply').compareDocumentPosition("
+                         "document.querySelector('#outbox-held .msg-sending')) & Node.DOCUMENT_POSITION_FOLLOWING)")
+    expect(page.locator(".msg-tutor")).to_have_count(2, timeout=30_000)
+    wait_idle(page)
+    order = page.locator(".msg-tutor, .msg-learner").evaluate_all(
+        "els => els.map(e => e.classList.contains('msg-tutor') ? 'tutor' : 'learner')")
+    assert order == ["tutor", "learner", "tutor"], order
+    expect(page.locator(".msg-learner").last).to_contain_text("Why does my heart race?")
+    expect(page.locator(".msg-tutor").last).to_contain_text("the heart speeds up")
+    expect(page.locator(".msg-sending")).to_have_count(0)
+    # Stored in that order too: a reload reads the same conversation.
+    rows = db_rows(model_app.db_path, "SELECT role FROM message WHERE conversation_id = "
+                   "(SELECT max(id) FROM conversation) ORDER BY seq")
+    assert [r[0] for r in rows] == ["tutor", "learner", "tutor"]
+    page.reload()
+    page.locator(".msg-tutor").first.wait_for()
+    assert page.locator(".msg-tutor, .msg-learner").evaluate_all(
+        "els => els.map(e => e.classList.contains('msg-tutor') ? 'tutor' : 'learner')") == order

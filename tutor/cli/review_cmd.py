@@ -5,6 +5,7 @@
     tutor review --json          one JSON object per line
     tutor review done ID [--note TEXT] [--by NAME]   mark a safety flag reviewed
     tutor review done --turn ID [--note TEXT]        mark a tutor turn reviewed
+    tutor review show ID [--turn] [--json]           the conversation around it, read-only
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tutor.console.reviews import (
     mark_turn_reviewed,
     review_list,
 )
+from tutor.console.transcript import review_transcript
 from tutor.storage.store import Store
 
 
@@ -35,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     done.add_argument("--note", default=None)
     done.add_argument("--by", default=None, help="who reviewed it (default: your user name)")
     done.set_defaults(func=run_done)
+    show = actions.add_parser("show", help="the conversation around a safety flag (or with --turn a tutor turn)")
+    show.add_argument("id", type=int)
+    show.add_argument("--turn", action="store_true", help="ID is a tutor turn (turn #ID in the list)")
+    show.add_argument("--json", action="store_true", help="one JSON object per message")
+    show.set_defaults(func=run_show)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -69,6 +76,28 @@ def run_done(args: argparse.Namespace) -> int:
         print(f"no {what} with id {args.id} (see `tutor review`)")
         return 1
     print(f"{what} {args.id} marked reviewed")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    store = Store()
+    store.migrate()
+    try:
+        lines = review_transcript(store, "turn" if args.turn else "risk", args.id)
+    finally:
+        store.dispose()
+    what = "tutor turn" if args.turn else "safety flag"
+    if lines is None:
+        print(f"no {what} with id {args.id} (see `tutor review`)")
+        return 1
+    for line in lines:
+        if args.json:
+            print(json.dumps(line.__dict__, ensure_ascii=False))
+            continue
+        mark = ">>" if line.focus else "  "
+        flags = f"  [{', '.join(line.flags)}]" if line.flags else ""
+        print(f"{mark} #{line.seq} {line.role} {line.created_at}{flags}")
+        print("\n".join("     " + part for part in line.text.splitlines()) or "     (empty)")
     return 0
 
 

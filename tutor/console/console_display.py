@@ -18,6 +18,7 @@ from collections.abc import Callable
 from tutor.console.console import HealthWindow, backend_health
 from tutor.console.console_modules import module_stats
 from tutor.console.reviews import Attempt, ReviewItem, review_list
+from tutor.console.transcript import TranscriptLine
 from tutor.content.modules import Library
 from tutor.i18n import Translator, translator
 from tutor.storage.store import Store
@@ -68,6 +69,16 @@ class ReviewRow:
     raw: str = ""
     raw_more: str = ""
     attempts: list[AttemptRow] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class TranscriptRow:
+    key: str  # "m-<seq>"
+    who: str  # "Learner" | "Tutor"
+    when: str  # console_time
+    text: str
+    focus: bool  # the message the review item is about
+    flags: str  # a tutor turn's flags, joined; ""
 
 
 @dataclasses.dataclass
@@ -242,6 +253,12 @@ def review_row(item: ReviewItem, titles: dict[str, str] | None = None, t: Transl
                           item.raw_omitted) if item.raw_omitted else "",
         attempts=[attempt_row(a) for a in item.attempts],
     )
+
+
+def transcript_rows(lines: list[TranscriptLine]) -> list[TranscriptRow]:
+    return [TranscriptRow(f"m-{line.seq}", "Learner" if line.role == "learner" else "Tutor",
+                          console_time(line.created_at), line.text, line.focus, ", ".join(line.flags))
+            for line in lines]
 
 
 def attempt_row(a: Attempt) -> AttemptRow:

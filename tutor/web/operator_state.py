@@ -22,11 +22,14 @@ from tutor.console.console_display import (
     ModuleView,
     ReviewRow,
     ScreenRow,
+    TranscriptRow,
     WindowRow,
     load_console,
+    transcript_rows,
 )
 from tutor.console.learner_data import delete_learner, find_learner
 from tutor.console.reviews import mark_reviewed, mark_turn_reviewed
+from tutor.console.transcript import review_transcript
 from tutor.i18n import translator
 from tutor.storage import dbfaults
 from tutor.turns.runtime import get_engine
@@ -48,6 +51,9 @@ class OperatorState(TutorState):
     review_page: int = 0
     has_more: bool = False
     reviews: list[ReviewRow] = []
+    transcript_key: str = ""  # the review item whose conversation is open ("risk-12"); ""
+    transcript: list[TranscriptRow] = []
+    transcript_error: str = ""
 
     windows: list[WindowRow] = []
     errors: list[ErrorRow] = []
@@ -86,6 +92,7 @@ class OperatorState(TutorState):
     def _forget(self) -> None:
         self._operator = self.operator_name = ""
         self.reviews, self.windows, self.errors, self.screens = [], [], [], []
+        self.transcript_key, self.transcript, self.transcript_error = "", [], ""
         self.module, self.module_ids, self.module_titles = ModuleView(), [], {}
         self.has_more, self.review_page = False, 0
         self.delete_found = self.delete_name = self.delete_error = ""
@@ -182,6 +189,31 @@ class OperatorState(TutorState):
         what = "Safety flag" if kind == "risk" else "Tutor turn"
         self.notice = f"{what} {number} marked reviewed." if found else f"{what} {number} no longer exists."
         return OperatorState.refresh
+
+    @rx.event
+    async def toggle_transcript(self, key: str):
+        """Open the conversation around a review item (read-only), or close the open one."""
+        if not await self._check_operator():
+            return None
+        if key == self.transcript_key:
+            self.transcript_key, self.transcript, self.transcript_error = "", [], ""
+            return None
+        kind, _, number = str(key).partition("-")
+        if kind not in ("risk", "turn") or not number.isdigit():
+            return None
+        store = get_engine().store
+        self.transcript_key, self.transcript, self.transcript_error = key, [], ""
+        try:
+            lines = await store.run(review_transcript, store, kind, int(number))
+        except dbfaults.DatabaseUnavailable as fault:
+            dbfaults.report(fault, log, "review transcript")
+            self.transcript_error = "Could not load the conversation just now: the database is unavailable."
+            return None
+        if lines is None:
+            self.transcript_error = "This item's conversation no longer exists."
+        else:
+            self.transcript = transcript_rows(lines)
+        return None
 
     @rx.event
     async def find_learner(self, form_data: dict[str, Any]):
