@@ -13,6 +13,7 @@ from reflex_base.components.component import field
 from reflex_components_core.el.elements.base import BaseHTML
 
 from components.connection import LOST, connection_words
+from tutor import settings
 from tutor.web.auth_state import AuthPageState, TutorState
 from tutor.web.state import (
     start_page_words as _w,  # these pages have no module: TUTOR_LANGUAGE, as the start page
@@ -92,6 +93,7 @@ def _page(title: str, form: rx.Component, other: rx.Component) -> rx.Component:
         auth_sync(),
         rx.script(_REFILL_JS),
         class_name="page home auth",
+        lang=settings.LANGUAGE,  # the start page's language (TUTOR_LANGUAGE)
         custom_attrs=connection_words(_w(LOST)),
     )
 

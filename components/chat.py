@@ -14,7 +14,14 @@ from components.connection import LOST, connection_words
 from components.menu import chat_menu
 from components.message import message
 from components.progress import milestone_banner, progress_panel
-from components.sending import char_counter, held_outbox, opening_flag, outbox, sending_behaviour, sending_fields
+from components.sending import (
+    char_counter,
+    held_outbox,
+    opening_flag,
+    outbox,
+    sending_behaviour,
+    sending_fields,
+)
 from components.streaming import streaming_reply
 from tutor.web.state import ChatState, live_buckets, ui
 
@@ -212,4 +219,6 @@ def chat_page() -> rx.Component:
         rx.script(_ELAPSED_JS),
         class_name="page chat",
         lang=ChatState.language,  # the module's language: screen readers pronounce it so
+        # The tab's title: the module's (components/theme.py's head script sets it, and <html lang>).
+        data_title=rx.cond(ChatState.module_title != "", ChatState.module_title + " — Tutor", "Tutor"),
     )

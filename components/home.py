@@ -10,6 +10,7 @@ from components.behaviour import chat_behaviour
 from components.connection import LOST, connection_words
 from components.progress import progress_bar
 from components.theme import theme_choice
+from tutor import settings
 from tutor.render.display import ModuleCard
 from tutor.web.home_state import HomeState
 from tutor.web.state import (
@@ -122,5 +123,6 @@ def home_page() -> rx.Component:
         ),
         chat_behaviour(),  # Escape closes a confirmation here too
         class_name="page home",
+        lang=settings.LANGUAGE,  # the start page's language (TUTOR_LANGUAGE)
         custom_attrs=connection_words(_w(LOST)),
     )

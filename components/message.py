@@ -69,7 +69,8 @@ def _rest_of_fallback(msg: rx.Var[MessageItem], words: rx.Var[dict[str, str]]) -
 def _tutor(msg: rx.Var[MessageItem], latest: rx.Var[bool], ctx: FormContext) -> rx.Component:
     return rx.el.article(
         rx.el.div(
-            rx.el.span(_tone_icon(msg.emotion), class_name="avatar", title="Tone: " + msg.tone),
+            # Decorative: the tone shows as the icon and the message's accent, not as words.
+            rx.el.span(_tone_icon(msg.emotion), class_name="avatar", aria_hidden="true"),
             rx.el.span(ui("Tutor", ctx.words), class_name="who"),
             class_name="msg-head",
         ),

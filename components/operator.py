@@ -336,5 +336,6 @@ def operator_page() -> rx.Component:
             rx.el.p("Checking who you are…", class_name="op-muted"),
         ),
         class_name="page operator",
+        lang="en",  # the console is in English
         id="operator",
     )

@@ -44,7 +44,9 @@ if (!window.__tutorSending) {
     if (!b || !c) { return; }
     const limit = Number(c.dataset.limit), n = b.value.trim().length;
     const show = n >= Math.floor(limit * COUNT_FROM);
-    const count = n.toLocaleString(), most = limit.toLocaleString();
+    const page = document.querySelector('.page[lang]');
+    const lang = (page && page.lang) || undefined;  // the module's way of writing numbers ("4.100" in Vietnamese)
+    const count = n.toLocaleString(lang), most = limit.toLocaleString(lang);
     const over = (c.dataset.over || '{count} / {limit}').replace('{count}', count).replace('{limit}', most);
     const text = !show ? '' : (n > limit ? over : `${count} / ${most}`);
     if (c.textContent !== text) { c.textContent = text; }

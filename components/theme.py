@@ -31,6 +31,19 @@ HEAD_JS = r"""
   }
   apply();
   if (media && media.addEventListener) { media.addEventListener('change', apply); }
+  // <html lang> and the tab's title follow the page shown (a Vietnamese module's page:
+  // lang="vi" and the module's title), so a screen reader reads the page and its title in
+  // the page's language.
+  function follow() {
+    var page = document.querySelector('.page[lang]');
+    if (page && page.lang && root.lang !== page.lang) { root.lang = page.lang; }
+    var title = page && page.getAttribute('data-title');
+    if (title && document.title !== title) { document.title = title; }
+  }
+  if (window.MutationObserver) {
+    new MutationObserver(follow).observe(root, {subtree: true, childList: true, attributes: true,
+                                                attributeFilter: ['lang', 'data-title']});
+  }
   window.__tutorTheme = {
     choice: choice,
     set: function (c) {

@@ -197,6 +197,15 @@ def test_plurals_follow_each_language():
     assert vi.plural("{n} topic", "{n} topics", 3) == "3 chủ đề"
 
 
+def test_numbers_are_written_the_languages_way():
+    en, vi = translator("en"), translator("vi")
+    assert en.plural("{n:,} call", "{n:,} calls", 4100) == "4,100 calls"
+    assert vi.plural("{n:,} call", "{n:,} calls", 4100) == "4.100 lượt gọi"
+    assert vi.plural("{n:,} call", "{n:,} calls", 999) == "999 lượt gọi"
+    assert vi.plural("{n} topic", "{n} topics", 12_000) == "12.000 chủ đề"  # bare, too
+    assert en.plural("{n} topic", "{n} topics", 12_000) == "12000 topics"  # English as it always was
+
+
 def test_a_region_tag_finds_its_language_and_an_unknown_language_speaks_english():
     assert supported("vi-VN") == "vi" and translator("vi-VN").language == "vi"
     assert supported("fr") == "en" and supported(None) == "en"
@@ -220,7 +229,7 @@ def test_a_phrase_is_english_until_it_is_localized():
     phrase = Phrase("That message is {length} characters long; the limit is {limit}. "
                     "Please shorten it or split it in two.", length=5000, limit=4000)
     assert phrase == "That message is 5000 characters long; the limit is 4000. Please shorten it or split it in two."
-    assert localize(phrase, "vi") == "Tin nhắn này dài 5000 ký tự; giới hạn là 4000. Bạn hãy rút gọn hoặc chia thành hai tin nhắn."
+    assert localize(phrase, "vi") == "Tin nhắn này dài 5.000 ký tự; giới hạn là 4.000. Bạn hãy rút gọn hoặc chia thành hai tin nhắn."
     assert localize(dbfaults.UNAVAILABLE, "vi").startswith("Tutor tạm thời chưa hoạt động")
     assert localize("Text that is not a msgid", "vi") == "Text that is not a msgid"
 
@@ -311,7 +320,8 @@ def test_an_input_error_reads_in_the_conversations_language(engine):
     with pytest.raises(InputError) as refused:
         run(engine.accept(view.id, LearnerInput(text="x" * 5000)))
     assert str(refused.value.message).startswith("That message is 5000 characters long")
-    assert localize(refused.value.message, "vi").startswith("Tin nhắn này dài 5000 ký tự; giới hạn là 4000.")
+    # Numbers written the Vietnamese way, as the page's counter writes them ("5.000 / 4.000").
+    assert localize(refused.value.message, "vi").startswith("Tin nhắn này dài 5.000 ký tự; giới hạn là 4.000.")
 
 
 def test_a_form_error_names_the_field_in_vietnamese(engine):

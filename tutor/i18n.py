@@ -32,6 +32,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import babel
+import babel.numbers
 from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
@@ -81,12 +83,21 @@ class Translator:
         if not message:  # gettext's "" is the catalogue's header, never a message
             return ""
         params = {k: self(v) if isinstance(v, Phrase) else v for k, v in params.items()}  # "in {wait}": "3 h"
-        return _format(self._catalogue.gettext(message), params, message)
+        return _format(self._catalogue.gettext(message), self._numbers(params), message)
 
     def plural(self, singular: str, plural: str, n: int, /, **params: Any) -> str:
         """The form for `n` by the language's plural rule; `{n}` is filled in too."""
-        params = {"n": n, **params}
+        params = self._numbers({"n": n, **params})
         return _format(self._catalogue.ngettext(singular, plural, n), params, singular if n == 1 else plural)
+
+    def _numbers(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Whole numbers written the language's way: "4.100" in Vietnamese, where English
+        writes "4,100" ({n:,}) or "4100" (a bare {length}, as English messages always have)."""
+        if self.language == "en":
+            return params
+        group = _group_symbol(self.language)
+        return {k: _Grouped(v, group) if isinstance(v, int) and not isinstance(v, bool) else v
+                for k, v in params.items()}
 
     def page(self, message: str) -> str:
         return self._catalogue.pgettext(PAGE, message)
@@ -94,6 +105,30 @@ class Translator:
     def page_strings(self) -> dict[str, str]:
         """Every `page` string of the English catalogue, in this language (msgid -> text)."""
         return {msgid: self.page(msgid) for msgid in _page_msgids()}
+
+
+class _Grouped(int):
+    """A whole number whose thousands are grouped with `group`, bare or with ","."""
+
+    group: str
+
+    def __new__(cls, value: int, group: str) -> _Grouped:
+        self = super().__new__(cls, value)
+        self.group = group
+        return self
+
+    def __format__(self, spec: str) -> str:
+        if spec in ("", ","):
+            return format(int(self), ",").replace(",", self.group)
+        return format(int(self), spec)
+
+
+@lru_cache(maxsize=16)
+def _group_symbol(language: str) -> str:
+    try:
+        return babel.numbers.get_group_symbol(language)
+    except (ValueError, babel.UnknownLocaleError):
+        return ","
 
 
 def localize(text: str, language: str | None) -> str:

@@ -115,6 +115,7 @@ def test_a_phone_header_is_one_line_that_opens_on_tap(app: RunningApp, phone: Pa
     expect(phone.locator("#progress-details")).to_be_visible()
     expect(toggle).to_have_attribute("aria-expanded", "true")
     expect(phone.locator("#progress-count")).to_be_visible()
+    expect(phone.locator("#progress-percent")).to_be_hidden()  # the toggle says it: not twice
     toggle.tap()
     expect(phone.locator("#progress-details")).to_be_hidden()
 

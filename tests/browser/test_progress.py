@@ -131,7 +131,9 @@ def test_tone_is_shown_by_accent_and_icon_and_chips_send_their_text(app: Running
     open_module(page, app.url)
     opening = page.locator(".msg-tutor").first
     expect(opening).to_have_attribute("data-emotion", "encouraging")
-    expect(opening.locator(".avatar")).to_have_attribute("title", "Tone: encouraging")
+    # The icon is decorative: no English jargon ("Tone: encouraging") in a tooltip.
+    assert opening.locator(".avatar").get_attribute("title") is None
+    assert opening.locator(".avatar").get_attribute("aria-hidden") == "true"
     send(page, "What is the fight or flight response?")
     answer = page.locator(".msg-tutor").nth(1)
     expect(answer).to_have_attribute("data-emotion", "informative")

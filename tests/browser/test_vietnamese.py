@@ -22,6 +22,20 @@ def test_a_vietnamese_module_speaks_vietnamese(app: RunningApp, page: Page) -> N
     expect(page.locator("#composer")).to_have_attribute("aria-label", "Gửi tin nhắn cho gia sư")
     expect(page.locator("#progress-count")).to_have_text("1 trên 10 chủ đề")
     expect(page.locator(".page.chat")).to_have_attribute("lang", "vi")
+    expect(page.locator("html")).to_have_attribute("lang", "vi")  # the whole document, for screen readers
+    expect(page).to_have_title("Ngủ ngon hơn mỗi đêm — Tutor")
+    assert page.locator("[title*=Tone]").count() == 0
+    # Numbers the Vietnamese way, in the page's counter as in the server's words.
+    page.locator("#message").fill("a" * 4100)
+    expect(page.locator("#char-count")).to_contain_text("4.100")
+    expect(page.locator("#char-count")).to_contain_text("4.000")
+    page.locator("#message").fill("")
+    # On a phone the module's title is read whole, not cut to "Ngủ ngon hơn mỗi …".
+    page.set_viewport_size({"width": 375, "height": 740})
+    title = page.locator(".chat-header .module-title")
+    expect(title).to_be_visible()
+    assert title.evaluate("e => e.scrollHeight <= e.clientHeight + 1 && e.scrollWidth <= e.clientWidth + 1")
+    page.set_viewport_size({"width": 1280, "height": 800})
     expect(page.locator("#chat-theme option[value=light]")).to_have_text("Sáng")
     # The words the page's scripts show: a message being sent, a lost connection.
     expect(page.locator("#outbox")).to_have_attribute("data-sending", "Đang gửi…")
@@ -48,3 +62,4 @@ def test_a_vietnamese_module_speaks_vietnamese(app: RunningApp, page: Page) -> N
     expect(page.locator("#send")).to_have_text("Send")
     expect(page.locator("label[for=message]")).to_have_text("Your message")
     expect(page.locator(".page.chat")).to_have_attribute("lang", "en")
+    expect(page.locator("html")).to_have_attribute("lang", "en")
