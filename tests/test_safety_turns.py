@@ -21,6 +21,7 @@ from tutor.content.modules import load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import ConfigError, LLMSettings
 from tutor.llm.factory import make_provider
+from tutor.render.display import message_item
 from tutor.risk.turn import SafetySettings
 from tutor.storage.store import AuditEvent, CheckAttempt, Message, RiskEvent, Store
 from tutor.turns.engine import Engine
@@ -95,7 +96,11 @@ def test_vietnamese_is_answered_in_vietnamese(engine, store):
     view = run(engine.open("chi", MODULE))
     result = run(engine.send(view.id, LearnerInput(text="dạo này tôi không muốn sống nữa")))
     assert "risk:self_harm" in result.reply.flags
-    assert reply_texts(result.reply.response) == authored("self_harm", "vi")
+    shown = reply_texts(result.reply.response)
+    # The author's words; the callout labelled in Vietnamese, not the English page's "Warning".
+    assert [text.removeprefix("**Lưu ý:** ") for text in shown] == authored("self_harm", "vi")
+    [warning] = [b for b in message_item(result.reply, "en").blocks if b.type == "warning"]
+    assert warning.label == "Lưu ý" and "115" in warning.html
 
 
 def test_a_free_text_form_answer_is_screened_with_evidence_in_that_field(engine, store):

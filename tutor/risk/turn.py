@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tutor.contract import TutorResponse
+from tutor.i18n import translator
 from tutor.llm.base import LearnerInput, Provider
 from tutor.llm.config import LLMSettings
 from tutor.llm.policy import AttemptRecord
+from tutor.render.callouts import CALLOUT_LABELS, callout_title
 from tutor.risk.config import SafetyConfig
 from tutor.risk.offline import offline_screen_async
 from tutor.risk.screen import RiskFlag
@@ -162,6 +164,18 @@ def start_model_screen(learner_input: LearnerInput, stored_text: str, config: Sa
         screen_with_model(learner_input, stored_text, config, settings, provider, llm_settings))
 
 
+def _titled(block: dict[str, Any], said: str, page: str) -> dict[str, Any]:
+    """A callout of a reply in another language than the page's (a learner writing Vietnamese
+    in an English module) labelled in the reply's ("**Lưu ý:** …", not the page's "Warning");
+    an author's own title is kept."""
+    kind, content = block.get("type"), str(block.get("content") or "")
+    same = said.split("-")[0].lower() == page.split("-")[0].lower()
+    if same or kind not in CALLOUT_LABELS or callout_title(content)[0]:
+        return block
+    label = translator(said).page(CALLOUT_LABELS[kind])
+    return {**block, "content": f"**{label}:** {content}"}
+
+
 def safety_reply(config: SafetyConfig, screened: TurnScreen, language: str) -> TutorResponse:
     """The author's reply for each label shown — its emergency-first reply when a flag of it
     is imminent — imminent labels first, then in the configuration's order; the author's
@@ -176,8 +190,9 @@ def safety_reply(config: SafetyConfig, screened: TurnScreen, language: str) -> T
                     key=lambda label: label not in imminent)
     for label in labels:
         severity = "imminent" if label in imminent else "serious"
-        blocks += [b.model_dump(exclude_none=True)
-                   for b in config.reply_for(label, spoken.get(label, language), severity)]
+        said = spoken.get(label, language)
+        blocks += [_titled(b.model_dump(exclude_none=True), said, language)
+                   for b in config.reply_for(label, said, severity)]
     if not blocks:
         blocks = [b.model_dump(exclude_none=True) for b in config.check_in_for(language)]
     unique = list({(b["type"], b["content"]): b for b in blocks}.values())
