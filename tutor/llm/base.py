@@ -103,6 +103,14 @@ class TurnContext:
     learner: LearnerInput | None  # None for the tutor's opening turn
     turn_index: int  # 0 for the opening turn
     teaching: TeachingContext = field(default_factory=TeachingContext)
+    # Everything the learner has written in the conversation, this turn's message too,
+    # folded (`folded`): the built-in tutor never offers a question they already asked.
+    asked: frozenset[str] = frozenset()
+
+
+def folded(text: str) -> str:
+    """Text as quick replies are compared: spaces collapsed, case folded."""
+    return " ".join(text.split()).casefold()
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from tutor.contract import Progress
 from tutor.i18n import N_, Translator, translator
 from tutor.contract.authored import markdown_blocks
-from tutor.llm.base import CheckData, Completion, CompletionRequest, TurnContext
+from tutor.llm.base import CheckData, Completion, CompletionRequest, TurnContext, folded
 from tutor.llm.builtin_answers import block as _block
 from tutor.llm.builtin_answers import respond_to_learner as _respond_to_learner
 from tutor.progress import (
@@ -164,7 +164,12 @@ def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[s
 def _next_step(ctx: TurnContext, topic: Topic | None, quoted: tuple[str, ...], done: ProgressState,
                t: Translator) -> dict[str, Any]:
     """Quick replies: the topic's own, then one that moves on. Navigation replies must not
-    count as evidence for topics nobody taught yet, or the walk would skip them."""
+    count as evidence for topics nobody taught yet, or the walk would skip them. A question
+    the learner already sent is not offered again (following the quick replies must lead
+    on, never round in a circle)."""
+    def new(replies: list[str]) -> list[str]:
+        return [r for r in replies if folded(r) not in ctx.asked]
+
     module, ask = ctx.module, ctx.teaching.ask
     seen = set(done.covered)
     later = next((t for t in module.topics if t.id not in seen), None)
@@ -174,10 +179,10 @@ def _next_step(ctx: TurnContext, topic: Topic | None, quoted: tuple[str, ...], d
                 "can_skip": True}
     if quoted:
         first = module.topic(quoted[0])
-        suggestions = [t("Tell me more about {topic}", topic=first.title)] if first is not None else []
+        suggestions = new([t("Tell me more about {topic}", topic=first.title)]) if first is not None else []
         return {"prompt": t("Ask another question, or let's go on."), "suggestions": [*suggestions, t(CONTINUE_REPLY)],
                 "can_skip": True}
-    suggestions = list(topic.suggestions) if topic is not None else []
+    suggestions = new(list(topic.suggestions)) if topic is not None else []
     open_check = topic is not None and bool(topic.checks) and topic.id not in set(done.mastered)
     if open_check:
         suggestions.append(t(CONTINUE_REPLY))  # next comes the topic's check

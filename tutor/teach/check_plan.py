@@ -33,6 +33,8 @@ def plan_check(
     if answered is not None:
         if still_open(answered):
             return _ask(module, answered, again=True)
+        if progress_mod.next_topic(module, state) is not None:
+            return None  # answered: new material comes next, never a second check at once
     elif intent in _KEEPS_CHECK and last is not None and still_open(last[1]):
         return _ask(module, last[1], again=True)  # a question does not close the check
     if intent == "exercise":

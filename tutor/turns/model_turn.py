@@ -13,7 +13,7 @@ from tutor import progress as progress_mod
 from tutor.content.modules import Module
 from tutor.contract import ParsedReply
 from tutor.i18n import translator
-from tutor.llm.base import CompletionRequest, Provider, TurnContext
+from tutor.llm.base import CompletionRequest, Provider, TurnContext, folded
 from tutor.llm.config import LLMSettings
 from tutor.llm.policy import PolicyResult, apology_response, run_turn
 from tutor.llm.replies import ENGINE_ERROR_TEXT, localize_own_words
@@ -42,6 +42,8 @@ def model_request(settings: LLMSettings, module: Module, plan: TurnPlan, inputs:
         learner=pending.learner_input if pending else None,
         turn_index=inputs.turn_index,
         teaching=plan.context,
+        asked=frozenset(folded(m.content) for m in inputs.history if m.role == "user")
+        | ({folded(pending.prompt_text)} if pending and pending.prompt_text else set()),
     )
     return CompletionRequest(
         messages=messages,
