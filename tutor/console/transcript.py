@@ -73,7 +73,10 @@ def _line(message: Message, *, focus: bool) -> TranscriptLine:
 
 
 def _learner_text(message: Message) -> str:
-    answers = message.answers
+    try:
+        answers = message.answers
+    except ValueError:
+        answers = None
     if not message.form_id or not isinstance(answers, dict):
         return message.text
     lines = [f"(form {message.form_id})"]
@@ -90,8 +93,8 @@ def _tutor_text(message: Message) -> str:
         parsed = None
     content = parsed.get("content") if isinstance(parsed, dict) else None
     if not isinstance(content, dict):
-        raw = scrub(message.raw or "")
-        return _cap("(not readable as a lesson; the raw reply)\n" + raw if raw else "(no reply)")
+        raw = message.raw or ""
+        return scrub(_cap("(not readable as a lesson; the raw reply)\n" + raw if raw else "(no reply)"))
     parts: list[str] = []
     for block in _dicts(content.get("text_blocks")):
         kind, text = str(block.get("type") or "paragraph"), str(block.get("content") or "")
@@ -107,7 +110,7 @@ def _tutor_text(message: Message) -> str:
         suggestions = [str(x) for x in step.get("suggestions") or [] if isinstance(x, str)]
         if suggestions:
             parts.append("Quick replies: " + " · ".join(suggestions))
-    return _cap("\n\n".join(p for p in parts if p.strip()) or "(an empty reply)")
+    return scrub(_cap("\n\n".join(p for p in parts if p.strip()) or "(an empty reply)"))
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -118,4 +121,3 @@ def _cap(text: str) -> str:
     if len(text) <= TEXT_CAP:
         return text
     return text[:TEXT_CAP] + f"\n… {len(text) - TEXT_CAP:,} more characters not shown"
-
