@@ -22,6 +22,37 @@ from tutor.console.console_display import (
 )
 from tutor.web.operator_state import OperatorState as S
 
+# Times in the viewer's zone: each <time class="op-time"> gets a second span with the local
+# time (the UTC one, React's, is hidden by the stylesheet once it is there, and stays as the
+# tooltip). The script only adds its own span, so React's nodes are never touched.
+_LOCAL_TIME_JS = r"""
+if (!window.__tutorLocalTime) {
+  window.__tutorLocalTime = true;
+  const format = new Intl.DateTimeFormat(undefined, {dateStyle: 'medium', timeStyle: 'short'});
+  const localise = () => {
+    document.querySelectorAll('time.op-time[datetime]').forEach((el) => {
+      const iso = el.getAttribute('datetime');
+      if (el.dataset.localised === iso) { return; }
+      const when = new Date(iso);
+      if (isNaN(when)) { return; }
+      let span = el.querySelector(':scope > .local');
+      if (!span) { span = document.createElement('span'); span.className = 'local'; el.append(span); }
+      span.textContent = format.format(when);
+      const utc = el.querySelector(':scope > .utc');
+      el.title = utc ? utc.textContent : iso;
+      el.dataset.localised = iso;
+    });
+  };
+  new MutationObserver(localise).observe(document.body, {subtree: true, childList: true, attributes: true,
+                                                          attributeFilter: ['datetime']});
+  localise();
+}
+"""
+
+
+def _when(text: rx.Var[str], iso: rx.Var[str]) -> rx.Component:
+    return rx.el.time(rx.el.span(text, class_name="utc"), date_time=iso, class_name="op-time")
+
 
 def _th(text: str) -> rx.Component:
     return rx.el.th(text, scope="col")
@@ -72,7 +103,7 @@ def _mark_form(item: rx.Var[ReviewRow]) -> rx.Component:
 def _transcript_line(line: rx.Var[TranscriptRow]) -> rx.Component:
     return rx.el.li(
         rx.el.p(
-            rx.el.strong(line.who), " · ", line.when,
+            rx.el.strong(line.who), " · ", _when(line.when, line.when_iso),
             rx.cond(line.flags != "", rx.el.span(" · " + line.flags)),
             rx.cond(line.focus, rx.el.strong(" · the message under review", class_name="op-warning")),
             class_name="op-muted",
@@ -106,7 +137,7 @@ def _review(item: rx.Var[ReviewRow]) -> rx.Component:
         rx.el.article(
             rx.el.h3(item.kind_label + " · " + item.label, id="title-" + item.key),
             rx.el.p(
-                item.created_at, " · module ", rx.el.strong(item.module_title), " · learner ", rx.el.strong(item.learner),
+                _when(item.created_at, item.created_iso), " · module ", rx.el.strong(item.module_title), " · learner ", rx.el.strong(item.learner),
                 rx.cond(item.detail != "", " · " + item.detail, ""),
                 class_name="op-muted",
             ),
@@ -234,7 +265,8 @@ def _window(w: rx.Var[WindowRow]) -> rx.Component:
 
 def _error(e: rx.Var[ErrorRow]) -> rx.Component:
     return rx.el.tr(
-        rx.el.th(e.created_at, scope="row"), rx.el.td(e.provider + " · " + e.model), rx.el.td(e.kind),
+        rx.el.th(_when(e.created_at, e.created_iso), scope="row"), rx.el.td(e.provider + " · " + e.model),
+        rx.el.td(e.kind),
         rx.el.td(e.error_class, rx.cond(e.status != "", " (" + e.status + ")", "")),
         rx.el.td(e.error, rx.cond(e.hint != "", rx.el.p(rx.el.strong("What to do: "), e.hint, class_name="op-hint"))),
     )
@@ -330,6 +362,7 @@ def operator_page() -> rx.Component:
                 rx.el.p(S.notice, role="status", aria_live="polite", id="op-notice", class_name="op-notice"),
                 rx.cond(S.load_error != "", rx.el.p(S.load_error, role="alert", class_name="input-error")),
                 _reviews(), _modules(), _health(), _data(),
+                rx.script(_LOCAL_TIME_JS),
             )),
             ("denied", _not_operator()),
             ("unavailable", rx.el.p(S.load_error, role="alert")),

@@ -10,14 +10,17 @@ import os
 import re
 import subprocess
 import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+import pytest
+from playwright.sync_api import Browser, Page, expect
 from sqlmodel import select
 
 from tests.browser.app_runner import REPO
 from tests.browser.axe import axe_in_both_themes
-from tests.browser.conftest import RunningApp
+from tests.browser.conftest import RunningApp, _page
 from tests.browser.helpers import MODULE
 from tutor.access.accounts import find_account
 from tutor.storage.store import (
@@ -98,7 +101,15 @@ def test_the_console_is_refused_to_learners_and_signed_out_visitors(accounts_app
     assert export.status == 403 and export.text() == "This page is for operators."
 
 
-def test_an_operator_marks_a_failed_turn_reviewed(accounts_app: RunningApp, page: Page) -> None:
+@pytest.fixture
+def hanoi(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """An operator whose computer is set to Vietnam's time (UTC+7)."""
+    yield from _page(browser, request, viewport={"width": 1100, "height": 900}, timezone_id="Asia/Ho_Chi_Minh",
+                     locale="en-GB")
+
+
+def test_an_operator_marks_a_failed_turn_reviewed(accounts_app: RunningApp, hanoi: Page) -> None:
+    page = hanoi
     turn_id = failed_turn(accounts_app)
     name = "olga-" + uuid.uuid4().hex[:6]
     make_account(accounts_app, name, operator=True)
@@ -110,6 +121,13 @@ def test_an_operator_marks_a_failed_turn_reviewed(accounts_app: RunningApp, page
     expect(raw).to_have_text(HOSTILE_RAW)  # shown as text: the markup is not run
     assert raw.locator("img").count() == 0 and page.evaluate("window.__pwned") is None
     expect(item.get_by_role("table")).to_contain_text("AuthError")
+    # Times in the operator's own zone; the UTC time stays as the tooltip.
+    when = item.locator("time.op-time").first
+    expect(when.locator(".local")).to_have_count(1)
+    utc = datetime.fromisoformat(when.get_attribute("datetime").replace("Z", "+00:00"))
+    expect(when.locator(".local")).to_contain_text((utc + timedelta(hours=7)).strftime("%H:%M"))
+    expect(when.locator(".utc")).to_be_hidden()
+    expect(when).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d UTC$"))
     expect(item).to_contain_text("check TUTOR_LLM_API_KEY")
     expect(page.locator("#recent-errors")).to_contain_text("check TUTOR_LLM_API_KEY")
     # The conversation around the turn, read-only: the learner's message, and the turn itself

@@ -4,10 +4,9 @@ without formatting logic of its own. One call loads a whole view (`load_console`
 page makes one trip to the database threads per refresh.
 
 The console is in English; its counts go through the catalogue's plural forms
-(`Translator.plural`: "1 learner", "2 learners"). Times are shown in UTC, labelled so
-("2026-11-25 14:03 UTC"): the page has no script of its own to read the viewer's zone (the
-Content-Security-Policy), and one zone for every operator reads the same in a shared
-note or a screenshot."""
+(`Translator.plural`: "1 learner", "2 learners"). Times come in UTC, labelled so
+("2026-11-25 14:03 UTC"), with their ISO 8601 form beside them: the page shows each in the
+viewer's own zone (components/operator.py), the UTC time on hover, and the CLI prints UTC."""
 
 from __future__ import annotations
 
@@ -58,6 +57,7 @@ class ReviewRow:
     kind: str
     kind_label: str
     created_at: str  # console_time: UTC, labelled
+    created_iso: str  # the same moment, ISO 8601 (the page shows it in the viewer's zone)
     module_id: str
     module_title: str  # the module's title; its id when the library no longer has it
     learner: str
@@ -76,6 +76,7 @@ class TranscriptRow:
     key: str  # "m-<seq>"
     who: str  # "Learner" | "Tutor"
     when: str  # console_time
+    when_iso: str
     text: str
     focus: bool  # the message the review item is about
     flags: str  # a tutor turn's flags, joined; ""
@@ -101,6 +102,7 @@ class WindowRow:
 @dataclasses.dataclass
 class ErrorRow:
     created_at: str
+    created_iso: str
     provider: str
     model: str
     kind: str
@@ -201,7 +203,7 @@ def load_console(
                            [CountRow(c.outcome, c.error_class or "—", f"{c.count:,}") for c in w.counts],
                            _builtin_line(w, t))
                  for w in health.windows],
-        errors=[ErrorRow(console_time(e.created_at), e.provider, e.model, e.kind, e.error_class,
+        errors=[ErrorRow(console_time(e.created_at), e.created_at, e.provider, e.model, e.kind, e.error_class,
                          str(e.http_status) if e.http_status else "", e.error, e.hint)
                 for e in health.recent_errors],
         module=module_view(store, library, module_id, t) if module is not None else ModuleView(),
@@ -239,7 +241,7 @@ def review_row(item: ReviewItem, titles: dict[str, str] | None = None, t: Transl
     return ReviewRow(
         key=f"{item.kind}-{item.id}", kind=item.kind,
         kind_label="Safety flag" if item.kind == "risk" else "Tutor turn",
-        created_at=console_time(item.created_at), module_id=item.module_id,
+        created_at=console_time(item.created_at), created_iso=item.created_at, module_id=item.module_id,
         module_title=(titles or {}).get(item.module_id, item.module_id), learner=item.learner, label=item.label,
         detail=detail, reviewed=reviewed, reviewed_line=line,
         evidence=[EvidenceRow(
@@ -257,7 +259,8 @@ def review_row(item: ReviewItem, titles: dict[str, str] | None = None, t: Transl
 
 def transcript_rows(lines: list[TranscriptLine]) -> list[TranscriptRow]:
     return [TranscriptRow(f"m-{line.seq}", "Learner" if line.role == "learner" else "Tutor",
-                          console_time(line.created_at), line.text, line.focus, ", ".join(line.flags))
+                          console_time(line.created_at), line.created_at, line.text, line.focus,
+                          ", ".join(line.flags))
             for line in lines]
 
 
