@@ -13,11 +13,13 @@ from reflex_base.components.component import field
 from reflex_components_core.el.elements.base import BaseHTML
 
 from components.connection import LOST, connection_words
-from tutor import settings
 from tutor.web.auth_state import AuthPageState, TutorState
-from tutor.web.state import (
-    start_page_words as _w,  # these pages have no module: TUTOR_LANGUAGE, as the start page
-)
+from tutor.web.page_words import page_word
+
+
+def _w(msgid: str) -> rx.Var[str]:
+    """These pages' word: in the learner's language, as the start page (StartWords)."""
+    return AuthPageState.words[page_word(msgid)]
 
 # A tab's event socket speaks for whoever was signed in when the page opened (the cookie is
 # read when the socket connects). When this browser signs in, up or out in one tab, its other
@@ -93,7 +95,7 @@ def _page(title: str, form: rx.Component, other: rx.Component) -> rx.Component:
         auth_sync(),
         rx.script(_REFILL_JS),
         class_name="page home auth",
-        lang=settings.LANGUAGE,  # the start page's language (TUTOR_LANGUAGE)
+        lang=AuthPageState.page_language,  # the learner's language (Accept-Language), else TUTOR_LANGUAGE
         custom_attrs=connection_words(_w(LOST)),
     )
 
@@ -132,7 +134,7 @@ def signup_page() -> rx.Component:
     return _page("Create an account", form, other)
 
 
-def account_bar(word: Callable[[str], str | rx.Var[str]] = _w) -> rx.Component:
+def account_bar(word: Callable[[str], str | rx.Var[str]]) -> rx.Component:
     """Who is signed in, and the way out: "Signed in as NAME · Sign out" (accounts),
     the name alone (proxy), or "Not you? Start fresh" (anonymous, after a confirmation).
     `word` gives the page's words (the start page's language; `ui` on the chat page)."""

@@ -10,12 +10,14 @@ from components.behaviour import chat_behaviour
 from components.connection import LOST, connection_words
 from components.progress import progress_bar
 from components.theme import theme_choice
-from tutor import settings
 from tutor.render.display import ModuleCard
 from tutor.web.home_state import HomeState
-from tutor.web.state import (
-    start_page_words as _w,  # TUTOR_LANGUAGE: the start page lists modules of any language
-)
+from tutor.web.page_words import page_word
+
+
+def _w(msgid: str) -> rx.Var[str]:
+    """The start page's word: in the learner's language (tutor.web.page_words.StartWords)."""
+    return HomeState.words[page_word(msgid)]
 
 
 def _progress(card: rx.Var[ModuleCard]) -> rx.Component:
@@ -100,8 +102,8 @@ def home_page() -> rx.Component:
         rx.el.header(
             rx.el.h1("Tutor"),
             rx.el.p(_w("Pick a module and learn by conversation. Type anything, any time.")),
-            account_bar(),
-            theme_choice("home-theme"),
+            account_bar(_w),
+            theme_choice("home-theme", _w),
             class_name="home-header",
         ),
         rx.cond(  # the database is down: say so calmly instead of showing no modules
@@ -123,6 +125,6 @@ def home_page() -> rx.Component:
         ),
         chat_behaviour(),  # Escape closes a confirmation here too
         class_name="page home",
-        lang=settings.LANGUAGE,  # the start page's language (TUTOR_LANGUAGE)
+        lang=HomeState.page_language,  # the learner's language (Accept-Language), else TUTOR_LANGUAGE
         custom_attrs=connection_words(_w(LOST)),
     )

@@ -8,8 +8,6 @@ from collections.abc import Callable
 
 import reflex as rx
 
-from tutor.web.state import start_page_words
-
 STORAGE_KEY = "tutor-theme"
 
 # Runs in <head>, before the body is painted: data-theme on <html> says which palette the
@@ -70,9 +68,9 @@ def theme_head_script() -> rx.Component:
     return rx.el.script(HEAD_JS)
 
 
-def theme_choice(id_: str, word: Callable[[str], str | rx.Var[str]] = start_page_words) -> rx.Component:
+def theme_choice(id_: str, word: Callable[[str], str | rx.Var[str]]) -> rx.Component:
     """The learner's choice of light, dark or the system's setting; `word` gives the page's
-    words (the start page's language by default, `ui` on the chat page)."""
+    words (the start page's, or `ui` on the chat page)."""
     return rx.el.label(
         rx.icon("sun-moon", size=16, aria_hidden="true"),
         rx.el.span(word("Theme")),

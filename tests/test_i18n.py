@@ -27,6 +27,7 @@ from tutor.i18n import (
     catalogue_problems,
     localize,
     placeholders,
+    preferred_language,
     read_catalogue,
     supported,
     translator,
@@ -195,6 +196,16 @@ def test_plurals_follow_each_language():
     assert en.plural("{n} topic", "{n} topics", 3) == "3 topics"
     assert vi.plural("{n} topic", "{n} topics", 1) == "1 chủ đề"
     assert vi.plural("{n} topic", "{n} topics", 3) == "3 chủ đề"
+
+
+def test_the_browsers_language_is_taken_by_its_order_and_q_values():
+    assert preferred_language("vi-VN,vi;q=0.9,en;q=0.8") == "vi"
+    assert preferred_language("en-US,en;q=0.9,vi;q=0.8") == "en"
+    assert preferred_language("fr-FR,fr;q=0.9,vi;q=0.5,en;q=0.4") == "vi"  # the first one Tutor speaks
+    assert preferred_language("en;q=0.2, vi") == "vi"  # by q-value, not position
+    assert preferred_language("vi;q=0, en") == "en"  # q=0: not acceptable
+    assert preferred_language("de-DE", "vi") == "vi" and preferred_language(None, "vi") == "vi"
+    assert preferred_language("*;q=0.5, ;;;q=abc") == "en"  # malformed: the default
 
 
 def test_numbers_are_written_the_languages_way():

@@ -39,7 +39,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
 __all__ = ["DEFAULT_LANGUAGE", "DOMAIN", "LOCALES_DIR", "PAGE", "N_", "Phrase", "Translator", "available_languages",
-           "catalogue_problems", "localize", "placeholders", "read_catalogue", "supported", "translator"]
+           "catalogue_problems", "localize", "placeholders", "preferred_language", "read_catalogue", "supported",
+           "translator"]
 
 DOMAIN = "tutor"
 DEFAULT_LANGUAGE = "en"
@@ -156,6 +157,31 @@ def supported(language: str | None) -> str:
         if candidate in shipped:
             return candidate
     return DEFAULT_LANGUAGE
+
+
+def preferred_language(accept_language: str | None, default: str = DEFAULT_LANGUAGE) -> str:
+    """The shipped language a browser's Accept-Language asks for first ("vi-VN,vi;q=0.9,en;q=0.8"
+    -> "vi"), by its q-values; `default` when it names none of them (or is missing)."""
+    wanted = []
+    for position, part in enumerate((accept_language or "")[:1000].split(",")):
+        tag, _, params = part.strip().partition(";")
+        quality = 1.0
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if tag and tag != "*" and quality > 0:
+            wanted.append((-quality, position, tag))
+    shipped = available_languages()
+    for _, _, tag in sorted(wanted):
+        tag = tag.replace("-", "_")
+        for candidate in (tag, tag.split("_")[0].lower()):
+            if candidate in shipped:
+                return candidate
+    return supported(default)
 
 
 @lru_cache(maxsize=1)

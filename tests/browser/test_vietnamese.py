@@ -3,10 +3,16 @@ module opened next speaks English again."""
 
 from __future__ import annotations
 
-from playwright.sync_api import Page, expect
+import re
+from collections.abc import Iterator
 
-from tests.browser.conftest import RunningApp
-from tests.browser.helpers import last_tutor, open_module, send
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import RunningApp, _page
+from tests.browser.helpers import MODULE, last_tutor, open_module, send
+from tutor.access.accounts import message_for
+from tutor.i18n import localize
 
 VI_MODULE = "giac_ngu_lanh_manh"
 
@@ -63,3 +69,30 @@ def test_a_vietnamese_module_speaks_vietnamese(app: RunningApp, page: Page) -> N
     expect(page.locator("label[for=message]")).to_have_text("Your message")
     expect(page.locator(".page.chat")).to_have_attribute("lang", "en")
     expect(page.locator("html")).to_have_attribute("lang", "en")
+
+
+@pytest.fixture
+def vietnamese_browser(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A browser set to Vietnamese: it sends Accept-Language: vi-VN."""
+    yield from _page(browser, request, viewport={"width": 1100, "height": 900}, locale="vi-VN")
+
+
+def test_the_start_page_speaks_the_browsers_language(app: RunningApp, vietnamese_browser: Page) -> None:
+    page = vietnamese_browser
+    page.goto(app.url + "/")
+    expect(page.locator(".page.home")).to_contain_text(
+        "Chọn một học phần và học qua trò chuyện. Bạn cứ nhập bất cứ điều gì, bất cứ lúc nào.")
+    expect(page.locator("html")).to_have_attribute("lang", "vi")
+    expect(page.locator(f"#open-{MODULE}")).to_have_text(re.compile(r"^(Bắt đầu|Học tiếp)$"))
+    shown = page.locator("main").inner_text()
+    for english in ("Pick a module", "Start over", "Your progress", "Theme"):
+        assert english not in shown, english
+
+
+def test_the_sign_in_page_speaks_the_browsers_language(accounts_app: RunningApp, vietnamese_browser: Page) -> None:
+    page = vietnamese_browser
+    page.goto(accounts_app.url + "/signin?error=credentials")
+    expect(page.locator("#signin-submit")).to_have_text("Đăng nhập")
+    expect(page.locator("main")).to_contain_text(localize(message_for("credentials"), "vi"))
+    expect(page.locator("html")).to_have_attribute("lang", "vi")
+    assert "Sign in" not in page.locator("main").inner_text()

@@ -21,9 +21,9 @@ from tutor.access.accounts import (
 from tutor.access.redirects import auth_page, safe_next
 from tutor.access.tab_identity import binding, credential_of, credential_part
 from tutor.i18n import localize
-from tutor.settings import LANGUAGE
 from tutor.storage import dbfaults
 from tutor.turns.runtime import get_engine
+from tutor.web.page_words import StartWords
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ class TutorState(rx.State):
         return rx.redirect("/")
 
 
-class AuthPageState(TutorState):
+class AuthPageState(StartWords, TutorState):
     """The sign-in and sign-up pages: the error the last post came back with, and where to
     go after (the username typed comes back in the address, never the password)."""
 
@@ -184,17 +184,19 @@ class AuthPageState(TutorState):
             minutes = int(params.get("minutes", "15"))
         except ValueError:
             minutes = 15
-        self.error = localize(message_for(code, minutes), LANGUAGE)  # no module here: the start page's language
         try:
             who = await self.checked_identity()
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, "sign-in page")
-            self.error = localize(dbfaults.UNAVAILABLE, LANGUAGE)
+            self.error = localize(dbfaults.UNAVAILABLE, self._pick_language())
             return None
+        # After the identity check (it may reset the tab): no module here, the learner's language.
+        language = self._pick_language()
+        self.error = localize(message_for(code, minutes), language)
         if who is not None and self.auth_mode != "anonymous":
             return rx.redirect(self.next_path)
         if self.auth_mode == "header":
-            self.error = localize(message_for("proxy"), LANGUAGE)
+            self.error = localize(message_for("proxy"), language)
         elif self.auth_mode == "anonymous":
             return rx.redirect("/")
         return None

@@ -9,16 +9,16 @@ import reflex as rx
 from tutor.content.modules import ModuleNotServable, public_problem
 from tutor.i18n import localize
 from tutor.render.display import ModuleCard, module_card
-from tutor.settings import LANGUAGE
 from tutor.storage import dbfaults
 from tutor.turns.engine import InputError
 from tutor.turns.runtime import get_engine
+from tutor.web.page_words import StartWords
 from tutor.web.state import ChatState, TutorState
 
 log = logging.getLogger(__name__)
 
 
-class HomeState(TutorState):
+class HomeState(StartWords, TutorState):
     modules: list[ModuleCard] = []
     problems: list[str] = []
     confirm_restart: str = ""  # the module whose "start over" waits for a confirmation
@@ -36,17 +36,19 @@ class HomeState(TutorState):
             key, away = await self.signed_in_learner()
             if away is not None:
                 return away
+            language = self._pick_language()  # after the identity check, which may reset the tab
             active = {c.module_id: c for c in engine.conversations(key) if c.status == "active"}
             modules = [
                 module_card(
                     module.id, module.title, module.description, len(module.topic_ids),
-                    engine.progress_for(key, module.id), active.get(module.id), LANGUAGE,
+                    engine.progress_for(key, module.id), active.get(module.id), language,
                 )
                 for module in engine.library.modules.values()
             ]
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, "home page")
-            self.modules, self.problems, self.unavailable = [], [], localize(dbfaults.UNAVAILABLE, LANGUAGE)
+            language = self._pick_language()
+            self.modules, self.problems, self.unavailable = [], [], localize(dbfaults.UNAVAILABLE, language)
             return
         self.unavailable = ""
         self.modules = modules
@@ -76,10 +78,10 @@ class HomeState(TutorState):
         except ModuleNotServable:
             return HomeState.load  # the module went away meanwhile: show what there is
         except InputError as exc:  # new conversations per day (tutor.access.usage)
-            self.restart_refused = localize(exc.message, LANGUAGE)
+            self.restart_refused = localize(exc.message, self.page_language)
             return None
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, f"start over in {module_id}")
-            self.unavailable = localize(dbfaults.UNAVAILABLE, LANGUAGE)
+            self.unavailable = localize(dbfaults.UNAVAILABLE, self.page_language)
             return None
         return rx.redirect(f"/learn?module={module_id}")

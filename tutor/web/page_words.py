@@ -4,10 +4,12 @@ build instead of showing the learner a blank."""
 
 from __future__ import annotations
 
-from tutor import settings
-from tutor.i18n import translator
+import reflex as rx
 
-__all__ = ["PAGE_WORDS", "page_word", "start_page_words"]
+from tutor import settings
+from tutor.i18n import preferred_language, translator
+
+__all__ = ["PAGE_WORDS", "StartWords", "page_word"]
 
 PAGE_WORDS = frozenset(translator("en").page_strings())
 
@@ -19,6 +21,17 @@ def page_word(msgid: str) -> str:
     return msgid
 
 
-def start_page_words(msgid: str) -> str:
-    """The start page's word for `msgid`, in TUTOR_LANGUAGE (fixed when the page is compiled)."""
-    return translator(settings.LANGUAGE).page(page_word(msgid))
+class StartWords(rx.State, mixin=True):
+    """The words of the pages without a module (start, sign-in, sign-up): in the language the
+    browser asks for first (Accept-Language), when Tutor ships it, else TUTOR_LANGUAGE. The
+    page is compiled in TUTOR_LANGUAGE and speaks the learner's as soon as it has loaded.
+    Picked after the tab's identity check, which may reset the tab's state."""
+
+    page_language: str = settings.LANGUAGE
+    words: dict[str, str] = translator(settings.LANGUAGE).page_strings()
+
+    def _pick_language(self) -> str:
+        found = preferred_language(self.router.headers.accept_language, settings.LANGUAGE)
+        if found != self.page_language:
+            self.page_language, self.words = found, translator(found).page_strings()
+        return found

@@ -31,7 +31,7 @@ from tutor.web.auth_state import TutorState
 from tutor.web.chat_history import message_items, read_conversation
 from tutor.web.chat_live import HISTORY, LIVE_BUCKETS, ChatLive
 from tutor.web.chat_sending import ChatSending
-from tutor.web.page_words import page_word, start_page_words  # noqa: F401 (start_page_words: re-exported)
+from tutor.web.page_words import page_word
 
 log = logging.getLogger(__name__)
 
