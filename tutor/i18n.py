@@ -151,12 +151,17 @@ def translator(language: str | None) -> Translator:
 
 def supported(language: str | None) -> str:
     """The shipped catalogue for a tag: "vi-VN" -> "vi" (or "vi_VN" if shipped); else "en"."""
-    tag = (language or "").strip().replace("-", "_")
+    return _shipped(language or "") or DEFAULT_LANGUAGE
+
+
+def _shipped(tag: str) -> str | None:
+    """The shipped catalogue a language tag names ("vi-VN" -> "vi"), or None."""
+    tag = tag.strip().replace("-", "_")
     shipped = available_languages()
     for candidate in (tag, tag.split("_")[0].lower(), tag.lower()):
         if candidate in shipped:
             return candidate
-    return DEFAULT_LANGUAGE
+    return None
 
 
 def preferred_language(accept_language: str | None, default: str = DEFAULT_LANGUAGE) -> str:
@@ -175,12 +180,10 @@ def preferred_language(accept_language: str | None, default: str = DEFAULT_LANGU
                     quality = 0.0
         if tag and tag != "*" and quality > 0:
             wanted.append((-quality, position, tag))
-    shipped = available_languages()
     for _, _, tag in sorted(wanted):
-        tag = tag.replace("-", "_")
-        for candidate in (tag, tag.split("_")[0].lower()):
-            if candidate in shipped:
-                return candidate
+        found = _shipped(tag)
+        if found is not None:
+            return found
     return supported(default)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tutor.contract import TutorResponse
-from tutor.i18n import translator
+from tutor.i18n import supported, translator
 from tutor.llm.base import LearnerInput, Provider
 from tutor.llm.config import LLMSettings
 from tutor.llm.policy import AttemptRecord
@@ -169,8 +169,7 @@ def _titled(block: dict[str, Any], said: str, page: str) -> dict[str, Any]:
     in an English module) labelled in the reply's ("**Lưu ý:** …", not the page's "Warning");
     an author's own title is kept."""
     kind, content = block.get("type"), str(block.get("content") or "")
-    same = said.split("-")[0].lower() == page.split("-")[0].lower()
-    if same or kind not in CALLOUT_LABELS or callout_title(content)[0]:
+    if supported(said) == supported(page) or kind not in CALLOUT_LABELS or callout_title(content)[0]:
         return block
     label = translator(said).page(CALLOUT_LABELS[kind])
     return {**block, "content": f"**{label}:** {content}"}

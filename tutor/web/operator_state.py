@@ -174,14 +174,15 @@ class OperatorState(TutorState):
     async def mark_reviewed(self, form_data: dict[str, Any]):
         if not await self._check_operator():
             return None
-        kind, _, number = str(form_data.get("item", "")).partition("-")
+        item = _review_item(form_data.get("item", ""))
         note = str(form_data.get("note", "")).strip()[:NOTE_MAX] or None
-        if kind not in ("risk", "turn") or not number.isdigit():
+        if item is None:
             return None
+        kind, number = item
         store = get_engine().store
         mark = mark_reviewed if kind == "risk" else mark_turn_reviewed
         try:
-            found = await store.run(mark, store, int(number), by=self._operator, note=note)
+            found = await store.run(mark, store, number, by=self._operator, note=note)
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, "mark reviewed")
             self.notice = "Could not save the review mark just now: the database is unavailable."
@@ -198,13 +199,14 @@ class OperatorState(TutorState):
         if key == self.transcript_key:
             self.transcript_key, self.transcript, self.transcript_error = "", [], ""
             return None
-        kind, _, number = str(key).partition("-")
-        if kind not in ("risk", "turn") or not number.isdigit():
+        item = _review_item(key)
+        if item is None:
             return None
+        kind, number = item
         store = get_engine().store
         self.transcript_key, self.transcript, self.transcript_error = key, [], ""
         try:
-            lines = await store.run(review_transcript, store, kind, int(number))
+            lines = await store.run(review_transcript, store, kind, number)
         except dbfaults.DatabaseUnavailable as fault:
             dbfaults.report(fault, log, "review transcript")
             self.transcript_error = "Could not load the conversation just now: the database is unavailable."
@@ -276,3 +278,11 @@ class OperatorState(TutorState):
             self.notice = f"Deleted {name} and all their data (" + translator(None).plural(
                 "{n:,} row", "{n:,} rows", deleted.total) + ")."
         return [rx.set_value("delete-who", ""), OperatorState.refresh]
+
+
+def _review_item(key: object) -> tuple[str, int] | None:
+    """A review item's key as the page names it ("risk-12", "turn-40"): (kind, id), or None."""
+    kind, _, number = str(key).partition("-")
+    if kind not in ("risk", "turn") or not number.isdigit():
+        return None
+    return kind, int(number)
