@@ -118,7 +118,7 @@ def test_a_message_sent_while_the_introduction_is_written_waits_below_it_and_kee
     model_app: RunningApp, model: ScriptedModel, page: Page
 ) -> None:
     greeting = reply(block("paragraph", prose(6)), next_step={"suggestions": ["Continue"]})
-    model.stream(json.dumps(greeting), pieces=40, chunk_delay_s=0.15)  # the opening turn, ~6 s
+    model.stream(json.dumps(greeting), pieces=40, chunk_delay_s=0.3)  # the opening turn, ~12 s: time to send
     model.reply(reply(block("paragraph", "Good question: the heart speeds up to carry oxygen.")))
     page.goto(model_app.url + "/")
     page.locator("#open-understanding_anxiety").click()
