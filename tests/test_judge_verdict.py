@@ -21,7 +21,7 @@ from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
 from tutor.storage.store import CheckAttempt, Store
 from tutor.teach.builtin_judge import MISCONCEPTION_CAP
-from tutor.teach.judge import JUDGE_CONTRACT, JudgeResult
+from tutor.teach.judge import JudgeResult, judge_contract
 from tutor.teach.judge_verdict import criteria_score, is_template_feedback, settle
 from tutor.turns.engine import Engine
 
@@ -166,9 +166,20 @@ def test_the_judges_own_words_are_kept(feedback):
     assert not is_template_feedback(feedback)
 
 
-def test_the_contracts_example_feedback_is_template():
-    example = json.loads(JUDGE_CONTRACT.splitlines()[2])["feedback"]
-    assert is_template_feedback(example)
+def test_the_prompts_example_is_this_checks_and_copied_back_it_is_template():
+    contract = judge_contract(NUTSHELL)
+    example = json.loads(contract.splitlines()[2])
+    assert set(example["criteriaScores"]) == set(NUTSHELL.rubric.names)  # no "<criterion name>" to copy
+    assert "..." not in contract and "…" not in contract and "<" not in contract
+    # its overall score is the one its criteria give, so the example teaches agreement
+    assert example["score"] == int(criteria_score(NUTSHELL, example["criteriaScores"]) + 0.5)
+    assert NUTSHELL.rubric.criteria[0].description in example["feedback"]
+    assert is_template_feedback(example["feedback"], NUTSHELL)
+    assert is_template_feedback(example["feedback"].replace("well", "very well").lower(), NUTSHELL)
+    assert not is_template_feedback(example["feedback"])  # concrete words, not a template in general
+    reported = JudgeResult(score=10, feedback=example["feedback"], criteriaScores=dict.fromkeys(NUTSHELL.rubric.names, 10))
+    verdict = settle(NUTSHELL, reported, NUTSHELL.example_answer)
+    assert "judge_template_feedback" in verdict.flags and verdict.result.feedback != example["feedback"]
 
 
 def test_a_missing_criterion_counts_nothing_and_is_flagged():
@@ -206,7 +217,7 @@ def test_the_shown_score_follows_the_criteria_and_the_shown_words_are_never_a_te
     assert verdict.result.score <= from_criteria  # the model's overall score never lifts it
     if "judge_capped" not in verdict.flags:
         assert verdict.result.score == from_criteria
-    assert not is_template_feedback(verdict.result.feedback)
+    assert not is_template_feedback(verdict.result.feedback, NUTSHELL)
     mastered = verdict.result.score >= NUTSHELL.threshold
     if (overall >= NUTSHELL.threshold) != mastered:  # words written for the other verdict are not shown
         assert verdict.result.feedback != feedback

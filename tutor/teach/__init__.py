@@ -11,10 +11,10 @@ module format for checks and sources lives in `tutor.content.material`.
 
 from tutor.teach.builtin_judge import judge_builtin
 from tutor.teach.judge import (
-    JUDGE_CONTRACT,
     JUDGE_SCHEMA,
     JudgeResult,
     is_mastered,
+    judge_contract,
     judge_messages,
     judge_schema,
     validate_judge,
@@ -23,7 +23,6 @@ from tutor.teach.quotes import Citation, VerifiedQuote, module_sources, verify_q
 from tutor.teach.retrieval import Index, Passage, retrieve
 
 __all__ = [
-    "JUDGE_CONTRACT",
     "JUDGE_SCHEMA",
     "Citation",
     "Index",
@@ -32,6 +31,7 @@ __all__ = [
     "VerifiedQuote",
     "is_mastered",
     "judge_builtin",
+    "judge_contract",
     "judge_messages",
     "judge_schema",
     "module_sources",

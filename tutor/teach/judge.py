@@ -30,11 +30,12 @@ log = logging.getLogger(__name__)
 __all__ = [
     "ANSWER_CLOSE",
     "ANSWER_OPEN",
-    "JUDGE_CONTRACT",
     "JUDGE_SCHEMA",
     "MAX_ANSWER_CHARS",
     "JudgeResult",
+    "example_reply",
     "is_mastered",
+    "judge_contract",
     "judge_messages",
     "judge_schema",
     "validate_judge",
@@ -101,15 +102,39 @@ def is_mastered(check: Check, result: JudgeResult | None) -> bool:
 
 # --- the prompt ---------------------------------------------------------------------------
 
-JUDGE_CONTRACT = """OUTPUT FORMAT (REQUIRED - JSON):
-Reply with exactly one JSON object and nothing before or after it:
-{"score": 7, "feedback": "You explained ... well. To complete it, think about ...", "criteriaScores": {"<criterion name>": 8}}
-
-RULES:
+_CONTRACT_RULES = """RULES:
 - "score" is REQUIRED: a whole number from 0 to 10 for the whole answer.
-- "feedback" is REQUIRED: 1 to 3 short sentences to the learner.
+- "feedback" is REQUIRED: 1 to 3 short sentences to the learner, about this answer (not the example's words).
 - "criteriaScores": one entry per rubric criterion, keyed by the criterion names exactly as listed, no other keys; each a number from 0 to 10.
 - Valid JSON only: double quotes, no comments, no trailing commas, no markdown fences."""
+
+_EXAMPLE_SCORES = (9, 4, 6)  # the example's criterion scores, in turn: one strong, one missing
+
+
+def example_reply(check: Check) -> dict[str, Any]:
+    """A judge reply for `check` as the prompt shows it: the check's own criteria, scores that
+    agree with the rubric's weights, and feedback in the words of its criteria. Concrete, so a
+    small model has no "..." or "<criterion name>" to copy; copied anyway, the feedback is known
+    (tutor.teach.judge_verdict)."""
+    criteria = check.rubric.criteria
+    scores = {c.name: _EXAMPLE_SCORES[i % len(_EXAMPLE_SCORES)] for i, c in enumerate(criteria)}
+    total = sum(c.weight * scores[c.name] for c in criteria) / sum(c.weight for c in criteria)
+    first = criteria[0].description.strip().rstrip(".")
+    if len(criteria) > 1:
+        feedback = (f"You explained {first} well. To complete it, say more about "
+                    f"{criteria[1].description.strip().rstrip('.')}.")
+    else:
+        feedback = f"You made a good start on {first}. To complete it, add an example from your own life."
+    return {"score": int(total + 0.5), "feedback": feedback, "criteriaScores": scores}
+
+
+def judge_contract(check: Check) -> str:
+    """The fixed output block, last in the judge's system message, with `check`'s example."""
+    example = json.dumps(example_reply(check), ensure_ascii=False)
+    return ("OUTPUT FORMAT (REQUIRED - JSON):\n"
+            "Reply with exactly one JSON object and nothing before or after it, shaped like this "
+            f"example for this rubric:\n{example}\n\n{_CONTRACT_RULES}")
+
 
 _JUDGE_RULES = """You are the judge in a tutoring app. You score one learner's answer to one question against the rubric below, fairly and kindly.
 
@@ -141,7 +166,7 @@ def judge_messages(check: Check, answer: str, module: Module | None = None) -> l
                       f"Key points, with accepted alternatives{needs}: {points}")
     for wrong in check.misconceptions:
         rubric.append(f"- Misconception: {' / '.join(wrong.phrases)} -> {wrong.feedback}")
-    rubric += ["", f"Example of a full-marks answer: {check.example_answer.strip()}", "", JUDGE_CONTRACT]
+    rubric += ["", f"Example of a full-marks answer: {check.example_answer.strip()}", "", judge_contract(check)]
     return [
         ChatMessage("system", "\n".join(rubric)),
         ChatMessage("user", f"Question: {check.question}\n\nThe learner's answer, between the markers "

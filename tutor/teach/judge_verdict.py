@@ -16,10 +16,11 @@ at 7/10 with criteria 1/1/1, under template words in the green callout. So `sett
    criteria by more than a point (the operator's review list shows the turn; the judge's
    audit row says what the model claimed);
 4. shows the model's feedback only when it is the model's own words for this verdict:
-   feedback that is template or placeholder text (`judge_template_feedback`), that a rule
-   contradicts (a correction must be shown), or that was written for the other side of the
-   mastery threshold is replaced by the server's own words for the criteria
-   (tutor.teach.builtin_judge.feedback_words, the built-in judge's).
+   feedback that is template or placeholder text, or the prompt's example for this check
+   copied back (`judge_template_feedback`), that a rule contradicts (a correction must be
+   shown), or that was written for the other side of the mastery threshold is replaced by
+   the server's own words for the criteria (tutor.teach.builtin_judge.feedback_words, the
+   built-in judge's).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 
 from tutor.content.material import Check
 from tutor.i18n import translator
 from tutor.llm.placeholders import has_placeholder
 from tutor.teach.builtin_judge import apply_rules, feedback_words
-from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
+from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult, example_reply
 from tutor.text import words
 
 __all__ = ["DISAGREEMENT", "Verdict", "criteria_score", "is_template_feedback", "settle"]
@@ -50,6 +52,7 @@ _TEMPLATE_WORDS = frozenset(words(
     "1 to 3 short sentences to the learner. Feedback text string here your answer good great nice job "
     "criterion criteria score rubric N/A none null nhận xét chi tiết"))
 _OWN_WORDS = 2  # fewer words than this outside the template's: an echo
+_COPIED = 0.8  # this close (difflib's ratio) to the prompt's example feedback for the check: copied
 
 
 @dataclass(frozen=True)
@@ -66,14 +69,19 @@ def criteria_score(check: Check, scores: dict[str, float]) -> float:
     return sum(c.weight * scores.get(c.name, 0.0) for c in criteria) / sum(c.weight for c in criteria)
 
 
-def is_template_feedback(feedback: str) -> bool:
-    """Placeholders, the prompt's template wording, or nothing of the judge's own."""
+def is_template_feedback(feedback: str, check: Check | None = None) -> bool:
+    """Placeholders, the prompt's template wording, the prompt's example feedback for `check`
+    copied back, or nothing of the judge's own."""
     text = feedback.strip()
     if not text or has_placeholder(text):  # tutor.llm.placeholders
         return True
     folded = text.casefold()
     if any(echo in folded for echo in _ECHOES):
         return True
+    if check is not None:
+        example = example_reply(check)["feedback"].casefold()
+        if SequenceMatcher(None, folded, example, autojunk=False).ratio() >= _COPIED:
+            return True
     return sum(1 for w in words(text) if w not in _TEMPLATE_WORDS) < _OWN_WORDS
 
 
@@ -93,7 +101,7 @@ def settle(check: Check, result: JudgeResult, answer: str, *, material: Iterable
     ruled = apply_rules(check, text, int(raw + 0.5 + 1e-9), material=material, t=t)
     if ruled.score < int(raw + 0.5 + 1e-9):
         flags.append("judge_capped")
-    template = is_template_feedback(result.feedback)
+    template = is_template_feedback(result.feedback, check)
     if template:
         flags.append("judge_template_feedback")
     other_side = (result.score >= check.threshold) != (ruled.score >= check.threshold)
