@@ -13,6 +13,7 @@ from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
 from tutor.storage.store import Store
+from tutor.teach.check_plan import SPACING
 from tutor.turns.engine import Engine
 
 LIBRARY = load_library()
@@ -71,6 +72,17 @@ def test_a_check_answered_is_followed_by_new_material_not_another_check(store):
     first_review = len(kinds) - next(i for i, k in enumerate(reversed(kinds)) if k != "check")
     assert all(not (a == b == "check") for a, b in zip(kinds[:first_review], kinds[1:first_review])), kinds
     assert first_review > len(module.topics)
+
+
+def test_a_learner_who_only_asks_questions_still_meets_the_checks_spread_out(store):
+    """Following the first quick reply asks a question nearly every turn; the check of a
+    taught topic still comes below an answer once SPACING turns passed without one, instead
+    of every check waiting for a closing review."""
+    kinds = [kind for _, kind in walk(store, "understanding_anxiety")]
+    first_review = len(kinds) - next(i for i, k in enumerate(reversed(kinds)) if k != "check")
+    stretches = "".join("C" if k == "check" else "r" for k in kinds[:first_review]).split("C")
+    assert max(len(s) for s in stretches) <= SPACING + 2, kinds
+    assert sum(1 for k in kinds[:first_review] if k == "check") > sum(1 for k in kinds[first_review:] if k == "check")
 
 
 def test_the_vietnamese_module_is_walked_to_the_end_too(store):

@@ -115,7 +115,15 @@ def test_a_question_is_answered_from_the_material_with_its_topic_and_source(engi
     assert "I don't have a prepared answer" not in texts(result)
     assert "quote" in [b["type"] for b in blocks]
     assert "part of the topic **The physical level**" in texts(result)
-    assert "physical_level" in result.progress.covered  # the learner engaged with it over a turn
+    # One quoted passage is a glimpse, not the topic's lesson: not counted as taught ...
+    assert result.progress.covered == ["anxiety_defined"]
+    # ... so its check does not come before its lesson: "Continue" asks about the topic taught
+    asked = run(engine.send(conv.id, LearnerInput(text="Continue")))
+    assert form_ids(asked) == ["check-anxiety_in_a_nutshell"]
+    # and the quick reply the quote offers teaches the topic, which then counts
+    more = run(engine.send(conv.id, LearnerInput(text="Tell me more about The physical level")))
+    assert "The physical level" in [b["content"] for b in content(more)["text_blocks"] if b["type"] == "heading"]
+    assert "physical_level" in more.progress.covered
 
 
 def test_the_reflection_form_follows_the_answer_to_its_level(engine):

@@ -102,18 +102,17 @@ def shown_topics(
     state: ProgressState,
     claimed: Iterable[str],
     reply_text: str,
-    cited: Iterable[str] = (),
     preferred: Iterable[str] = (),
 ) -> Shown:
-    """The topics a reply showed: claimed by canonical id and mentioned in the reply's own
-    text, or cited with a verified quote. At most MAX_SEEN_PER_TURN of them new, those the
+    """The topics a reply taught: claimed by canonical id and mentioned in the reply's text.
+    A topic only quoted is not (one passage is a glimpse, not its lesson: it is taught in its
+    turn, and its check comes after). At most MAX_SEEN_PER_TURN of them new, those the
     learner asked about (`preferred`) first, then in the author's order."""
     shape = _shape(module)
     canonical = shape.canonical
     claims = list(dict.fromkeys(str(c) for c in claimed))
     mentioned = detect_text(module, reply_text)
-    cited_ids = set(cited) & canonical
-    backed = {c for c in claims if c in canonical and c in mentioned} | cited_ids
+    backed = {c for c in claims if c in canonical and c in mentioned}
     already = set(state.covered)
     ignored = [c for c in claims if c not in backed and c not in already]  # seen before: nothing to count
     if ignored:

@@ -74,7 +74,7 @@ class Session:
         parsed = parse(completion.text)
         assert parsed.outcome == "valid", parsed.errors
         claimed = parsed.response.meta.progress.covered_topics or []
-        shown = shown_topics(self.module, ctx.progress, claimed, _texts(parsed.response), (), detected)
+        shown = shown_topics(self.module, ctx.progress, claimed, _texts(parsed.response), detected)
         update = reconcile(self.module, self.state, seen | set(shown.topics))
         self.state = update.state
         turn = Turn(parsed.response, completion.text, update.milestone, update.newly_covered, update.state)
@@ -319,7 +319,7 @@ def test_a_question_is_answered_from_the_best_passages_quoted_with_topic_and_sou
     assert [b.type for b in blocks] == ["paragraph", "quote", "paragraph", "quote", "paragraph"]
     assert blocks[1].content == _passage("physical_level").text.strip()
     assert "part of the topic **The physical level**" in blocks[2].content and "Understanding anxiety" in blocks[2].content
-    assert turn.newly == ("fight_or_flight", "physical_level")  # quoted: the learner engaged with them
+    assert turn.newly == ()  # a quoted passage is a glimpse: the topics are taught in their turn
     assert turn.response.content.next_step.suggestions == ["Tell me more about The physical level", "Continue"]
     assert "I don't have a prepared answer" not in _texts(turn.response)
 

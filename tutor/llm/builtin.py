@@ -22,8 +22,9 @@ How a turn is chosen:
   acknowledged and the tutor moves on in the author's order: the first topic not seen;
 - with every topic seen and every check mastered, the tutor offers a summary.
 
-The topics taught or quoted are claimed in meta.progress.covered_topics by canonical id, so
-the server can count them. A milestone the turn reaches, and that has not fired before, is
+The topics taught are claimed in meta.progress.covered_topics by canonical id, so the
+server can count them; a topic only quoted in an answer is not (a glimpse of one passage is
+not its lesson: "Continue" still teaches it in its turn, and its check comes after that). A milestone the turn reaches, and that has not fired before, is
 celebrated once (a paragraph, emotion "celebratory"; the page shows the banner). Scores and feedback are
 the server's: this tutor never grades.
 
@@ -101,7 +102,7 @@ def compose_reply(ctx: TurnContext | None) -> str:
     elif ask is None and topic is None and not quoted and ctx.teaching.intent != "summary" and not waits:
         goto = module.topic(ctx.teaching.goto_topic) if ctx.teaching.goto_topic else None
         topic = goto or next_topic(module, state)
-    shown = [topic.id] if topic is not None else list(quoted)
+    shown = [topic.id] if topic is not None else []
     newly = [t for t in shown if t not in seen]
     claimed = ProgressState(state.covered + tuple(newly), state.milestones, state.mastered)
     fired = [m for m in milestones_reached(module, claimed) if m not in state.milestones]

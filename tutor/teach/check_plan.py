@@ -1,8 +1,11 @@
 """Which check of understanding the tutor asks this turn (`plan_check`, called by
 tutor.teach.teaching.prepare): the same one again after an answer below its threshold (or a
-question asked while it was open); else the check of the most recently seen topic not asked
-yet; once every topic is seen, the unmastered check asked longest ago. None while the
-learner asks questions, skips, follows a form's `next_topic`, or asks for a topic by name."""
+question asked while it was open); else the check of the most recently taught topic not
+asked yet; once every topic is taught, the unmastered check asked longest ago. None while
+the learner skips, follows a form's `next_topic`, or asks for a topic by name, and while
+they ask questions, unless a taught topic's check has waited SPACING turns with no check
+asked: then it comes below the answer, so checks stay spread out instead of piling up into
+a closing review."""
 
 from __future__ import annotations
 
@@ -19,13 +22,15 @@ from tutor.teach.mastery import CheckHistory
 # the tutor answers without moving the lesson on.
 _KEEPS_CHECK = ("retry", "question", "share", "more", "off_topic", "medical")
 _ANSWERED = ("more", "off_topic", "medical")
+SPACING = 2  # turns of questions after which a waiting check comes below the answer
 
 
 def plan_check(
     module: Module, state: ProgressState, history: CheckHistory, intent: str, answered: Check | None,
-    goto: str | None, detected: Iterable[str],
+    goto: str | None, detected: Iterable[str], now: int | None = None,
 ) -> CheckData | None:
-    """The check to ask this turn, if any (see the module docstring)."""
+    """The check to ask this turn, if any (see the module docstring). `now`: the learner's
+    message's place in the conversation (seq), for the spacing of checks among questions."""
     def still_open(check: Check) -> bool:
         return history.best(check.id) < check.threshold
 
@@ -39,7 +44,9 @@ def plan_check(
         return _ask(module, last[1], again=True)  # a question does not close the check
     if intent == "exercise":
         return _practice(module, state, history)
-    if intent in ("question", "summary", *_ANSWERED) or goto or (intent == "navigate" and set(detected)):
+    if intent == "question" and not _due(history, now):
+        return None
+    if intent in ("summary", *_ANSWERED) or goto or (intent == "navigate" and set(detected)):
         return None
     if intent == "skip" and progress_mod.next_topic(module, state) is not None:
         return None  # skipping moves the lesson on; the check comes back at the end
@@ -48,6 +55,8 @@ def plan_check(
         for check in topic.checks if topic else ():
             if still_open(check) and check.id not in history.asked:
                 return _ask(module, check)
+    if intent == "question":
+        return None  # a question is answered; the review waits for the learner to go on
     if progress_mod.next_topic(module, state) is None and not progress_mod.is_complete(module, state):
         waiting = [c for t in module.topics for c in t.checks if still_open(c)]
         skipped = last[1].id if last is not None and answered is None else None
@@ -56,6 +65,15 @@ def plan_check(
             check = min(pool, key=lambda c: history.asked.get(c.id, -1))  # never asked first, then oldest
             return _ask(module, check, again=check.id in history.asked, review=True)
     return None
+
+
+def _due(history: CheckHistory, now: int | None) -> bool:
+    """Whether SPACING turns (a learner message and a reply each) have passed since the
+    tutor last asked a check, or since the conversation began."""
+    if now is None:
+        return False
+    last = max(history.asked.values(), default=0)
+    return now - last >= 2 * SPACING
 
 
 def _practice(module: Module, state: ProgressState, history: CheckHistory) -> CheckData | None:

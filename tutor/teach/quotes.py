@@ -32,7 +32,6 @@ __all__ = [
     "VerifiedQuote",
     "module_sources",
     "normalize_quote",
-    "section_topic",
     "verify_quote",
 ]
 
@@ -64,24 +63,6 @@ def module_sources(module: Module) -> dict[str, Source]:
     text = "\n\n".join(s.text for s in sections)
     sources[MODULE_SOURCE_ID] = Source(MODULE_SOURCE_ID, module.title, "", text, sections)
     return sources
-
-
-def section_topic(module: Module, source_id: str, section_id: str) -> str | None:
-    """The topic a source section backs: for ``module``, the section is the topic; else the
-    first topic, in the author's order, that points at the section (or the whole source)."""
-    if source_id == MODULE_SOURCE_ID:
-        return section_id if module.topic(section_id) is not None else None
-    whole = None
-    for topic in module.topics:
-        for ref in topic.sources:
-            ref_source, _, ref_section = ref.partition("#")
-            if ref_source != source_id:
-                continue
-            if ref_section == section_id:
-                return topic.id
-            if not ref_section and whole is None:
-                whole = topic.id
-    return whole
 
 
 def normalize_quote(text: str) -> str:

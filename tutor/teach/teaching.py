@@ -68,7 +68,6 @@ from tutor.teach.mastery import (
     with_scores,
 )
 from tutor.teach.meaning import more_about
-from tutor.teach.quotes import section_topic
 from tutor.teach.understanding import understand_async
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
@@ -164,7 +163,8 @@ async def prepare(
         passages = tuple(_passage(p) for p in found)
     elif intent in ("question", "other") and learner.text:
         passages = tuple(_passage(p) for p in retrieve(module, learner.text, k=PASSAGES, on_topic_only=True))
-    ask = plan_check(module, interim, history, intent, answered[1] if answered else None, goto, detected)
+    ask = plan_check(module, interim, history, intent, answered[1] if answered else None, goto, detected,
+                     now=pending.learner.seq)
     if ask is not None:
         found = module.find_check(ask.check_id)
         assert found is not None
@@ -259,7 +259,6 @@ class Finished:
 def finish(module: Module, plan: TurnPlan, parsed: ParsedReply) -> Finished:
     response = parsed.response
     flags: list[str] = []
-    cited: list[str] = []
     claimed: list[str] = []
     text = ""
     shown = None
@@ -268,7 +267,7 @@ def finish(module: Module, plan: TurnPlan, parsed: ParsedReply) -> Finished:
         # a shallow copy of the content is enough (a deep copy cost ~1 ms a turn).
         shown = response.model_copy(update={"content": response.content.model_copy()})
         if shown.content.citations:
-            kept, cited, dropped = verify_citations(module, shown.content.citations)
+            kept, dropped = verify_citations(module, shown.content.citations)
             if dropped:
                 log.info("dropped %d unverifiable quote(s)", dropped)
                 flags.append("unverified_quote")
@@ -277,7 +276,7 @@ def finish(module: Module, plan: TurnPlan, parsed: ParsedReply) -> Finished:
                           *(c.quote for c in shown.content.citations or ())])
         claimed = list(response.meta.progress.covered_topics or []) if response.meta.progress else []
         _add_check(shown, plan, module.language)
-    reply = progress_mod.shown_topics(module, plan.interim, claimed, text, cited, preferred=plan.detected)
+    reply = progress_mod.shown_topics(module, plan.interim, claimed, text, preferred=plan.detected)
     update = progress_mod.reconcile(module, plan.state, set(plan.seen) | set(reply.topics), plan.mastered)
     update = replace(update, ignored_claims=reply.ignored, at=reply.topics[-1] if reply.topics else None)
     return Finished(with_server_meta(shown, module, update), update, flags)
@@ -301,12 +300,11 @@ def _add_check(shown: TutorResponse, plan: TurnPlan, language: str | None = None
         shown.content.text_blocks = [plan.feedback, *shown.content.text_blocks]
 
 
-def verify_citations(module: Module, citations: Iterable[Citation]) -> tuple[list[Citation], list[str], int]:
+def verify_citations(module: Module, citations: Iterable[Citation]) -> tuple[list[Citation], int]:
     """(verified citations as the learner sees them: the author's exact words, location
-    "Source title › Section title"; the topics they back; how many were dropped)."""
+    "Source title › Section title"; how many were dropped)."""
     sources = module_sources(module)
     kept: list[Citation] = []
-    topics: list[str] = []
     dropped = 0
     for citation in citations:
         verified = verify_quote(sources, citation)
@@ -317,10 +315,7 @@ def verify_citations(module: Module, citations: Iterable[Citation]) -> tuple[lis
                          location=f"{verified.source_title} › {verified.section_title}")
         if shown not in kept:
             kept.append(shown)
-        topic = section_topic(module, verified.source_id, verified.section_id)
-        if topic is not None:
-            topics.append(topic)
-    return kept, topics, dropped
+    return kept, dropped
 
 
 def with_server_meta(response: TutorResponse | None, module: Module, update: ProgressUpdate) -> TutorResponse | None:
