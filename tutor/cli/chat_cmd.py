@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from tutor.content.modules import ModuleNotServable, load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import ConfigError, LLMSettings
-from tutor.render.callouts import CALLOUT_LABELS, callout_title
+from tutor.render.plain import content_lines
 
 BAR_WIDTH = 10
 
@@ -169,38 +169,12 @@ def render_text(response: dict[str, Any] | None, raw: str | None, outcome: str |
     if response is None:
         lines += ["(The reply could not be read as a structured lesson; here is the raw text.)", raw or ""]
     else:
-        content = response.get("content", {})
-        for block in content.get("text_blocks", []):
-            lines += [_render_block(block), ""]
-        for cited in content.get("citations") or []:  # verified quotes from the module's material
-            lines += ["> " + line for line in str(cited.get("quote", "")).splitlines()]
-            lines += [f"  — {cited.get('location') or cited.get('source_id', '')}", ""]
-        for form in content.get("forms") or []:
-            lines += _render_form(form)
-        for item in content.get("media") or []:
-            caption = item.get("caption") or item.get("alt") or ""
-            lines.append(f"[{item.get('type', 'media')}] {item.get('src', '')}" + (f" — {caption}" if caption else ""))
-        next_step = content.get("next_step") or {}
-        if next_step.get("prompt"):
-            lines.append(next_step["prompt"])
-        for i, suggestion in enumerate(next_step.get("suggestions") or [], 1):
-            lines.append(f"  {i}. {suggestion}")
+        content = response.get("content")
+        lines += content_lines(content if isinstance(content, dict) else {}, _render_form)
     if outcome and outcome != "valid":
         lines.append(f"(reply {outcome})")
     lines.append(progress_bar(progress.percentage, len(progress.covered), progress.total, progress.milestone))
     return "\n".join(lines)
-
-
-def _render_block(block: dict[str, Any]) -> str:
-    kind, text = block.get("type"), str(block.get("content", ""))
-    if kind == "heading":
-        return "#" * int(block.get("level") or 2) + " " + text
-    if kind == "quote":
-        return "\n".join("> " + line for line in text.splitlines())
-    if kind in CALLOUT_LABELS:
-        title, rest = callout_title(text)
-        return f"[{title or CALLOUT_LABELS[kind]}] {rest}"
-    return text
 
 
 def _render_form(form: dict[str, Any]) -> list[str]:

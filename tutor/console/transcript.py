@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
 
 from sqlmodel import col, select
 
 from tutor.llm.redact import scrub
+from tutor.render.plain import content_lines
 from tutor.storage.store import Message, RiskEvent, Store, iso_utc
 
 __all__ = ["BEFORE", "AFTER", "TEXT_CAP", "TranscriptLine", "review_transcript"]
@@ -95,26 +95,8 @@ def _tutor_text(message: Message) -> str:
     if not isinstance(content, dict):
         raw = message.raw or ""
         return scrub(_cap("(not readable as a lesson; the raw reply)\n" + raw if raw else "(no reply)"))
-    parts: list[str] = []
-    for block in _dicts(content.get("text_blocks")):
-        kind, text = str(block.get("type") or "paragraph"), str(block.get("content") or "")
-        parts.append(text if kind in ("paragraph", "heading", "list") else f"[{kind}] {text}")
-    for cited in _dicts(content.get("citations")):
-        parts.append("> " + str(cited.get("quote") or "").replace("\n", "\n> "))
-    for form in _dicts(content.get("forms")):
-        parts.append(f"[form: {form.get('title') or form.get('id') or ''}]")
-    step = content.get("next_step")
-    if isinstance(step, dict):
-        if step.get("prompt"):
-            parts.append(str(step["prompt"]))
-        suggestions = [str(x) for x in step.get("suggestions") or [] if isinstance(x, str)]
-        if suggestions:
-            parts.append("Quick replies: " + " · ".join(suggestions))
-    return scrub(_cap("\n\n".join(p for p in parts if p.strip()) or "(an empty reply)"))
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+    text = "\n".join(content_lines(content)).strip()
+    return scrub(_cap(text or "(an empty reply)"))
 
 
 def _cap(text: str) -> str:
