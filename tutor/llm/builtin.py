@@ -105,6 +105,10 @@ def compose_reply(ctx: TurnContext | None) -> str:
     shown = [topic.id] if topic is not None else []
     newly = [t for t in shown if t not in seen]
     claimed = ProgressState(state.covered + tuple(newly), state.milestones, state.mastered)
+    # A review check answered well: the next one waits for the learner ("Continue"), so the
+    # review at the end is not a wall of checks.
+    pause = (ask is None and topic is None and not quoted and ctx.teaching.judged is not None
+             and not is_complete(module, claimed))
     fired = [m for m in milestones_reached(module, claimed) if m not in state.milestones]
     milestone = fired[-1] if fired else None
 
@@ -115,19 +119,26 @@ def compose_reply(ctx: TurnContext | None) -> str:
             content["forms"] = [topic.form.form.model_dump(mode="json", exclude_none=True)]
         if topic.media:
             content["media"] = [m.model_dump(mode="json", exclude_none=True) for m in topic.media]
+    elif pause:
+        left = sum(1 for x in module.topics if x.checks and x.id not in set(claimed.mastered))
+        blocks.append(_block("paragraph", t.plural(
+            "To complete the module, {n} topic still has a check waiting. Continue when you're ready.",
+            "To complete the module, {n} topics still have a check waiting. Continue when you're ready.",
+            left)))
     elif ask is None and not quoted and not waits:
         blocks += _summary(module, claimed, t)
     if milestone:
         blocks += _celebrate(module, milestone, claimed, t)
     if ask is not None:
         blocks += _check_intro(ctx, ask, t)
-    content["next_step"] = _next_step(ctx, topic, quoted, claimed, t)
+    content["next_step"] = ({"prompt": None, "suggestions": [t(CONTINUE_REPLY), t(SUMMARY_REPLY)], "can_skip": True}
+                            if pause else _next_step(ctx, topic, quoted, claimed, t))
 
     learner, judged = ctx.learner, ctx.teaching.judged
     emotion = ("celebratory" if milestone else "encouraging" if learner is None or ask is not None or judged
                else "supportive" if learner.is_form else "informative")
     response_type = ("educational" if topic or quoted else "assessment" if ask is not None
-                     else "conversational" if waits else "summary")
+                     else "conversational" if waits or pause else "summary")
     progress = Progress(
         percentage=percentage(module, claimed),
         covered_topics=[t for t in claimed.covered if t in set(module.topic_ids)],

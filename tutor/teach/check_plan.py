@@ -1,11 +1,12 @@
 """Which check of understanding the tutor asks this turn (`plan_check`, called by
 tutor.teach.teaching.prepare): the same one again after an answer below its threshold (or a
 question asked while it was open); else the check of the most recently taught topic not
-asked yet; once every topic is taught, the unmastered check asked longest ago. None while
-the learner skips, follows a form's `next_topic`, or asks for a topic by name, and while
-they ask questions, unless a taught topic's check has waited SPACING turns with no check
-asked: then it comes below the answer, so checks stay spread out instead of piling up into
-a closing review."""
+asked yet; once every topic is taught, the unmastered check asked longest ago. Never one
+straight after another was answered well: new material comes first, or in the closing
+review a pause until the learner goes on. None while the learner skips, follows a form's
+`next_topic`, or asks for a topic by name, and while they ask questions, unless a taught
+topic's check has waited SPACING turns with no check asked: then it comes below the
+answer, so checks stay spread out instead of piling up into the closing review."""
 
 from __future__ import annotations
 
@@ -38,8 +39,7 @@ def plan_check(
     if answered is not None:
         if still_open(answered):
             return _ask(module, answered, again=True)
-        if progress_mod.next_topic(module, state) is not None:
-            return None  # answered: new material comes next, never a second check at once
+        return None  # answered: new material comes next (or, in the review, a pause), never a second check at once
     elif intent in _KEEPS_CHECK and last is not None and still_open(last[1]):
         return _ask(module, last[1], again=True)  # a question does not close the check
     if intent == "exercise":
