@@ -28,4 +28,14 @@ source scripts/env.sh
 # machine, a second after): no test, app start or subprocess waits on it with a timeout.
 .venv/bin/tutor safety prepare
 .venv/bin/tutor teach prepare
-exec .venv/bin/python -m pytest "$@"
+if [ $# -gt 0 ]; then
+  exec .venv/bin/python -m pytest "$@"
+fi
+# The whole suite in two runs: the core tier in two processes (pytest-xdist; its tests share
+# no port, database, Redis key or file: each makes its own), then the real-model and browser
+# tiers in one process (they start llama-server, the app and chromium on fixed resources).
+# Both always run, so one report shows every failure.
+status=0
+.venv/bin/python -m pytest -n 2 --ignore=tests/browser --ignore=tests/real || status=$?
+.venv/bin/python -m pytest tests/real tests/browser || status=$?
+exit "$status"
