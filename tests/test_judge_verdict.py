@@ -21,7 +21,7 @@ from tutor.llm.base import LearnerInput
 from tutor.llm.factory import make_provider
 from tutor.storage.store import CheckAttempt, Store
 from tutor.teach.builtin_judge import MISCONCEPTION_CAP
-from tutor.teach.judge import JudgeResult, judge_contract
+from tutor.teach.judge import JudgeResult, example_reply, judge_contract
 from tutor.teach.judge_verdict import criteria_score, is_template_feedback, settle
 from tutor.turns.engine import Engine
 
@@ -166,20 +166,41 @@ def test_the_judges_own_words_are_kept(feedback):
     assert not is_template_feedback(feedback)
 
 
-def test_the_prompts_example_is_this_checks_and_copied_back_it_is_template():
-    contract = judge_contract(NUTSHELL)
+@pytest.mark.parametrize("check", [NUTSHELL, *(c for t in SAMPLE.topics for c in t.checks)][:6], ids=lambda c: c.id)
+def test_the_prompts_example_is_this_checks_and_copied_back_it_is_template(check):
+    contract = judge_contract(check)
     example = json.loads(contract.splitlines()[2])
-    assert set(example["criteriaScores"]) == set(NUTSHELL.rubric.names)  # no "<criterion name>" to copy
+    assert set(example["criteriaScores"]) == set(check.rubric.names)  # no "<criterion name>" to copy
     assert "..." not in contract and "…" not in contract and "<" not in contract
-    # its overall score is the one its criteria give, so the example teaches agreement
-    assert example["score"] == int(criteria_score(NUTSHELL, example["criteriaScores"]) + 0.5)
-    assert NUTSHELL.rubric.criteria[0].description in example["feedback"]
-    assert is_template_feedback(example["feedback"], NUTSHELL)
-    assert is_template_feedback(example["feedback"].replace("well", "very well").lower(), NUTSHELL)
+    # its overall score is the one its criteria give, so the example teaches agreement ...
+    assert example["score"] == int(criteria_score(check, example["criteriaScores"]) + 0.5)
+    # ... and stays below mastery: numbers copied without reading the answer never master it
+    assert settle(check, JudgeResult(score=example["score"], feedback="Your own words here, judged.",
+                                     criteriaScores=example["criteriaScores"]), check.example_answer
+                  ).result.score < check.threshold
+    assert check.rubric.criteria[0].description in example["feedback"]
+    assert is_template_feedback(example["feedback"], check)
+    assert is_template_feedback(example["feedback"].replace("a start", "a good start").lower(), check)
     assert not is_template_feedback(example["feedback"])  # concrete words, not a template in general
-    reported = JudgeResult(score=10, feedback=example["feedback"], criteriaScores=dict.fromkeys(NUTSHELL.rubric.names, 10))
-    verdict = settle(NUTSHELL, reported, NUTSHELL.example_answer)
+    reported = JudgeResult(score=10, feedback=example["feedback"], criteriaScores=dict.fromkeys(check.rubric.names, 10))
+    verdict = settle(check, reported, check.example_answer)
     assert "judge_template_feedback" in verdict.flags and verdict.result.feedback != example["feedback"]
+
+
+def test_a_judge_that_sends_the_example_back_is_asked_again_and_then_fails_closed(store):
+    example = example_reply(NUTSHELL)
+    with FakeLLMServer("openai") as server:
+        eng, conv_id = to_the_check(server, store, "cy")
+        before = len(server.requests)
+        server.script(openai_reply(json.dumps(example)), openai_reply(json.dumps(example)),
+                      openai_reply(json.dumps(tutor_reply("Thanks for that."))))
+        result = run(eng.send(conv_id, LearnerInput(form_id=f"check-{NUTSHELL.id}",
+                                                    answers={"answer": NUTSHELL.example_answer})))
+        judged = server.requests[before:before + 2]
+    assert all("LEARNER_ANSWER" in r.json["messages"][1]["content"] for r in judged)  # asked twice
+    assert result.progress.mastered == []  # no score was invented
+    assert {"judge_failed", "needs_review"} <= set(result.reply.flags)
+    assert rows(store)[0].score is None
 
 
 def test_a_missing_criterion_counts_nothing_and_is_flagged():

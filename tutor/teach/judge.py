@@ -108,23 +108,22 @@ _CONTRACT_RULES = """RULES:
 - "criteriaScores": one entry per rubric criterion, keyed by the criterion names exactly as listed, no other keys; each a number from 0 to 10.
 - Valid JSON only: double quotes, no comments, no trailing commas, no markdown fences."""
 
-_EXAMPLE_SCORES = (9, 4, 6)  # the example's criterion scores, in turn: one strong, one missing
-
-
 def example_reply(check: Check) -> dict[str, Any]:
     """A judge reply for `check` as the prompt shows it: the check's own criteria, scores that
     agree with the rubric's weights, and feedback in the words of its criteria. Concrete, so a
-    small model has no "..." or "<criterion name>" to copy; copied anyway, the feedback is known
-    (tutor.teach.judge_verdict)."""
+    small model has no "..." or "<criterion name>" to copy. Its scores stay below the mastery
+    threshold (the first criterion two points under it, the others 1), so numbers copied
+    without reading the answer never master it; a reply that copies the whole example is not a
+    judgement (tutor.teach.judge_verdict.copies_example) and is asked again."""
     criteria = check.rubric.criteria
-    scores = {c.name: _EXAMPLE_SCORES[i % len(_EXAMPLE_SCORES)] for i, c in enumerate(criteria)}
+    scores = {c.name: (max(0, check.threshold - 2) if i == 0 else 1) for i, c in enumerate(criteria)}
     total = sum(c.weight * scores[c.name] for c in criteria) / sum(c.weight for c in criteria)
     first = criteria[0].description.strip().rstrip(".")
     if len(criteria) > 1:
-        feedback = (f"You explained {first} well. To complete it, say more about "
+        feedback = (f"You made a start on {first}. To complete it, say more about "
                     f"{criteria[1].description.strip().rstrip('.')}.")
     else:
-        feedback = f"You made a good start on {first}. To complete it, add an example from your own life."
+        feedback = f"You made a start on {first}. To complete it, explain it in your own words with an example."
     return {"score": int(total + 0.5), "feedback": feedback, "criteriaScores": scores}
 
 

@@ -1,7 +1,8 @@
 """The judge as a model call: seed 004's JUDGE contract through seed 003's policy
 (tutor.llm.contract_call): attempt 1 at the configured temperature, attempt 2 at 0 with the
 answer shortened; no valid answer -> no score (the caller flags the turn judge_failed and
-needs_review). Unknown criterion names are dropped and logged (validate_judge) and named
+needs_review). A reply that only copies the prompt's example (copies_example) is invalid
+like any other. Unknown criterion names are dropped and logged (validate_judge) and named
 on the attempt's audit record. A valid reply is data: the score and the feedback shown are
 settled by the server (tutor.teach.judge_verdict); what it changed is flagged, on the turn
 and on the attempt's audit record, whose hint says what the model had claimed."""
@@ -18,7 +19,7 @@ from tutor.llm.config import LLMSettings
 from tutor.llm.contract_call import call_contract
 from tutor.llm.policy import AttemptRecord
 from tutor.teach.judge import JudgeResult, judge_messages, judge_schema, validate_judge
-from tutor.teach.judge_verdict import settle
+from tutor.teach.judge_verdict import copies_example, settle
 
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module
@@ -52,6 +53,8 @@ async def judge_with_model(
         result, unknown, problem = validate_judge(raw, check)
         if result is None:
             raise ValueError(problem or "no usable judgement")
+        if copies_example(check, result):
+            raise ValueError("the judge copied the prompt's example reply instead of judging the answer")
         dropped.extend(n for n in unknown if n not in dropped)
         return result
 

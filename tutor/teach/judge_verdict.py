@@ -37,7 +37,7 @@ from tutor.teach.builtin_judge import apply_rules, feedback_words
 from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult, example_reply
 from tutor.text import words
 
-__all__ = ["DISAGREEMENT", "Verdict", "criteria_score", "is_template_feedback", "settle"]
+__all__ = ["DISAGREEMENT", "Verdict", "copies_example", "criteria_score", "is_template_feedback", "settle"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,15 @@ def is_template_feedback(feedback: str, check: Check | None = None) -> bool:
         if SequenceMatcher(None, folded, example, autojunk=False).ratio() >= _COPIED:
             return True
     return sum(1 for w in words(text) if w not in _TEMPLATE_WORDS) < _OWN_WORDS
+
+
+def copies_example(check: Check, result: JudgeResult) -> bool:
+    """The prompt's example for `check` sent back: its criterion scores, every one, and its
+    feedback. That is no judgement of the answer (a small model copies it whatever the
+    learner wrote), so the judge call treats it as an invalid reply."""
+    example = example_reply(check)
+    return (result.criteria_scores == {k: float(v) for k, v in example["criteriaScores"].items()}
+            and is_template_feedback(result.feedback, check))
 
 
 def settle(check: Check, result: JudgeResult, answer: str, *, material: Iterable[str] = (),
