@@ -24,9 +24,11 @@ How a turn is chosen:
 
 The topics taught are claimed in meta.progress.covered_topics by canonical id, so the
 server can count them; a topic only quoted in an answer is not (a glimpse of one passage is
-not its lesson: "Continue" still teaches it in its turn, and its check comes after that). A milestone the turn reaches, and that has not fired before, is
-celebrated once (a paragraph, emotion "celebratory"; the page shows the banner). Scores and feedback are
-the server's: this tutor never grades.
+not its lesson: "Continue" still teaches it in its turn, and its check comes after that).
+In the closing review, a check answered well is followed by how many topics still wait for
+one, and the next comes when the learner continues. A milestone the turn reaches, and that
+has not fired before, is celebrated once (a paragraph, emotion "celebratory"; the page
+shows the banner). Scores and feedback are the server's: this tutor never grades.
 
 It speaks the module's language: its own phrases come from the message catalogues
 (tutor.i18n, English when a phrase or language is missing); the taught text is the author's.
