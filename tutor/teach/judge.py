@@ -108,6 +108,7 @@ _CONTRACT_RULES = """RULES:
 - "criteriaScores": one entry per rubric criterion, keyed by the criterion names exactly as listed, no other keys; each a number from 0 to 10.
 - Valid JSON only: double quotes, no comments, no trailing commas, no markdown fences."""
 
+
 def example_reply(check: Check) -> dict[str, Any]:
     """A judge reply for `check` as the prompt shows it: the check's own criteria, scores that
     agree with the rubric's weights, and feedback in the words of its criteria. Concrete, so a
