@@ -47,6 +47,7 @@ from tutor.llm.builtin_answers import block as _block
 from tutor.llm.builtin_answers import respond_to_learner as _respond_to_learner
 from tutor.progress import (
     ProgressState,
+    checked_count,
     coverage_count,
     done_count,
     is_complete,
@@ -122,7 +123,7 @@ def compose_reply(ctx: TurnContext | None) -> str:
         if topic.media:
             content["media"] = [m.model_dump(mode="json", exclude_none=True) for m in topic.media]
     elif pause:
-        left = sum(1 for x in module.topics if x.checks and x.id not in set(claimed.mastered))
+        left = checked_count(module) - len(mastered_ids(module, claimed))
         blocks.append(_block("paragraph", t.plural(
             "To complete the module, {n} topic still has a check waiting. Continue when you're ready.",
             "To complete the module, {n} topics still have a check waiting. Continue when you're ready.",
@@ -220,7 +221,7 @@ def _greeting(module: Module, state: ProgressState, t: Translator) -> list[dict[
     if done:
         opening = t.plural("Welcome back! You've covered {done} of {n} topic so far.",
                            "Welcome back! You've covered {done} of {n} topics so far.", total, done=done)
-        checked = sum(1 for x in module.topics if x.checks)
+        checked = checked_count(module)
         if checked:
             opening += " " + t.plural("You've mastered {mastered} of the {n} topic with checks.",
                                       "You've mastered {mastered} of the {n} topics with checks.", checked,
@@ -247,7 +248,7 @@ def _teach(topic: Topic, t: Translator) -> list[dict[str, Any]]:
 
 def _celebrate(module: Module, milestone: str, state: ProgressState, t: Translator) -> list[dict[str, Any]]:
     total = len(module.topic_ids)
-    checked = sum(1 for x in module.topics if x.checks)
+    checked = checked_count(module)
     title = module.title
     if milestone == "100%":
         text = (t.plural("You've completed *{title}*: {n} topic, with every check mastered. Well done!",

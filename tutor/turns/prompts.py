@@ -43,7 +43,7 @@ from tutor.contract import (
 )
 from tutor.derived import derived
 from tutor.llm.base import ChatMessage, TeachingContext
-from tutor.progress import ProgressState, coverage_count, mastered_ids, module_state
+from tutor.progress import ProgressState, checked_count, coverage_count, mastered_ids, module_state
 from tutor.text import PLACEHOLDER, unresolved_variables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,7 +164,7 @@ class _ModuleText:
                 lines.append(f"  Section: {section.title}")
                 lines += [f"  - {topic.id}: {topic.title}" for topic in section.topics]
         self.context = "\n".join(lines)
-        self.checked = sum(1 for t in module.topics if t.checks)
+        self.checked = checked_count(module)
         self.instructions: str | None = None  # rendered with the defaults, strict: filled on first use
         self.stable: str | None = None  # the system message's first part, likewise
 
