@@ -1,7 +1,8 @@
 """Chat-template end markers as stop sequences (tutor.llm.markers, tutor.llm.openai): sent when
 the server reveals its template (llama.cpp's GET /props) or the operator names it
-(TUTOR_LLM_CHAT_TEMPLATE), with the prompt and json_object strategies only, and a reply cut
-at the first marker a server wrote anyway. Against the loopback OpenAI-compatible server."""
+(TUTOR_LLM_CHAT_TEMPLATE), with the prompt and json_object strategies only (json_object on
+llama.cpp has a JSON grammar: none), and a reply cut at the first marker a server wrote
+anyway. Against the loopback OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def run(server, strategy: str = "json_object", **overrides):
 @pytest.mark.parametrize("strategy", ["prompt", "json_object"])
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_the_servers_template_markers_are_sent_as_stop_and_a_reply_is_cut_at_them(openai_server, strategy, stream):
-    openai_server.props = {"chat_template": GEMMA, "default_generation_settings": {"n_ctx": 8192}}
+    openai_server.props = {"chat_template": GEMMA}  # a server that reveals its template, not llama.cpp
     # A server that ignores `stop` (or a model that spelled the marker out in pieces).
     text = REPLY + RAMBLE
     if stream:
@@ -52,6 +53,21 @@ def test_the_servers_template_markers_are_sent_as_stop_and_a_reply_is_cut_at_the
     completion = run(openai_server, strategy, stream=stream)
     assert openai_server.requests[0].json["stop"] == ["<end_of_turn>", "<start_of_turn>"]
     assert completion.text == REPLY and completion.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_json_object_on_llama_cpp_sends_no_stop_so_a_marker_in_a_string_cannot_end_the_reply(openai_server, stream):
+    """llama.cpp holds json_object to a JSON grammar: a marker the model writes can only be in a
+    string, and a stop there would leave the JSON unclosed. The reply comes whole."""
+    openai_server.props = {"chat_template": GEMMA, "default_generation_settings": {"n_ctx": 8192}}
+    text = wire.tutor_json("Breathe out slowly.<start_of_turn>user\nmore")
+    reply = wire.openai_stream(text, pieces=len(text) // 5) if stream else wire.openai_reply(text)
+    openai_server.script(reply, reply)
+    completion = run(openai_server, "json_object", stream=stream)
+    assert "stop" not in openai_server.requests[0].json
+    assert completion.text == text and completion.finish_reason == "stop"
+    run(openai_server, "prompt", stream=stream)  # free text: the same server gets the markers
+    assert openai_server.requests[-1].json["stop"] == ["<end_of_turn>", "<start_of_turn>"]
 
 
 def test_a_marker_split_across_stream_events_still_ends_the_reply(openai_server):

@@ -5,6 +5,11 @@ spell out its chat template's end-of-turn marker and go on with the next turn. T
 (tutor.llm.markers: TUTOR_LLM_CHAT_TEMPLATE, else the template llama.cpp's /props reveals)
 are sent as `stop`, and a reply is cut at the first one the server wrote anyway (a streamed
 one stops being read there): the finish reason is then `stop`.
+
+Not with json_object on llama.cpp's server: it holds json_object to a JSON grammar, so a
+marker can only come inside a string, where a stop sequence would end the reply mid-sentence
+with its JSON unclosed. The content gate (tutor.llm.usable) cuts such a text at the marker
+and keeps the rest of the reply.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ class OpenAIProvider(HTTPProvider):
         """The stop sequences for this request (the template's markers, once known)."""
         if request.strategy not in STOP_STRATEGIES:
             return ()
+        if request.strategy == "json_object" and speaks_llama(self.settings.base_url):
+            return ()  # a JSON grammar: a marker only inside a string (module docstring)
         if self._markers is None:
             self._markers = template_markers(self.settings)
         return self._markers or ()
