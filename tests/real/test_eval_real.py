@@ -64,7 +64,9 @@ def calls(turn: dict) -> list[dict]:
 
 
 def where(turn: dict) -> str:
-    return f"{turn['strategy']} turn {turn['index']}: {turn['outcome']} {turn['flags']}"
+    """The turn and its calls, as a failure should say them (finish reason, tokens, flags)."""
+    attempts = [(a["outcome"], a["finish_reason"], a["tokens_out"], a["flags"]) for a in turn["attempts"]]
+    return f"{turn['strategy']} turn {turn['index']}: {turn['outcome']} {turn['flags']}; calls {attempts}"
 
 
 def test_every_turn_leaves_the_learner_a_reply(report, record_property):
