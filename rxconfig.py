@@ -32,11 +32,17 @@ def _keep_states_between_events() -> None:
 
 OPLOCK_HOLD = "5s"
 _keep_states_between_events()
+REDIS_URL = os.environ.get("TUTOR_REDIS_URL") or None
 
 config = rx.Config(
     app_name="tutor",
     db_url=database_url(),
-    redis_url=os.environ.get("TUTOR_REDIS_URL") or None,
+    redis_url=REDIS_URL,
+    # One worker keeps tab states in memory. Reflex's default keeps them on disk too: it
+    # pickled each touched state to a file after events and scanned every tab's file for
+    # expiry, 13% of a busy worker's CPU (py-spy, socket_bench). Nothing is lost by not
+    # keeping them: a page that reconnects (a restart) loads its conversation from the database.
+    state_manager_mode=rx.constants.StateManagerMode.REDIS if REDIS_URL else rx.constants.StateManagerMode.MEMORY,
     # Production mode serves the compiled frontend and the event socket on one port.
     frontend_port=PORT,
     backend_port=PORT,
