@@ -10,6 +10,8 @@ from tutor.settings import database_url
 PORT = int(os.environ.get("TUTOR_PORT", "3000"))
 # Serve this machine only, as the README says, unless told otherwise (TUTOR_HOST=0.0.0.0).
 HOST = os.environ.get("TUTOR_HOST", "127.0.0.1")
+REDIS_URL = os.environ.get("TUTOR_REDIS_URL") or None
+OPLOCK_HOLD = "5s"  # how long a worker keeps a tab's state after an event (with Redis)
 
 
 def _keep_states_between_events() -> None:
@@ -25,14 +27,12 @@ def _keep_states_between_events() -> None:
     Learner data lives in the database, so a worker that dies loses at most that long of a
     page's view, which the page reloads from the database when it reconnects. Set
     REFLEX_OPLOCK_ENABLED=false to turn it off."""
-    if os.environ.get("TUTOR_REDIS_URL"):
+    if REDIS_URL:
         os.environ.setdefault("REFLEX_OPLOCK_ENABLED", "true")
         os.environ.setdefault("REFLEX_OPLOCK_HOLD_TIME", OPLOCK_HOLD)
 
 
-OPLOCK_HOLD = "5s"
 _keep_states_between_events()
-REDIS_URL = os.environ.get("TUTOR_REDIS_URL") or None
 
 config = rx.Config(
     app_name="tutor",

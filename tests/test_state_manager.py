@@ -27,7 +27,8 @@ print(json.dumps([manager._oplock_enabled, manager.oplock_hold_time_ms, manager.
 
 
 def state_manager(**env: str) -> tuple[bool, int, int, str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("REFLEX_OPLOCK", "REFLEX_STATE_MANAGER", "TUTOR_REDIS"))}
+    ours = ("REFLEX_OPLOCK", "REFLEX_STATE_MANAGER", "TUTOR_REDIS")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env={**clean, **env},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -1,8 +1,8 @@
 """Chat-template markers: the one list of the tokens that end (or begin) a turn.
 
 A local model answering without a grammar (the prompt strategy; json_object where the server
-does not hold it to a JSON grammar, as llama.cpp's does) sometimes
-writes its template's end-of-turn marker as plain text, then goes on with the next turn:
+does not hold it to a JSON grammar, as llama.cpp's does) sometimes writes its template's
+end-of-turn marker as plain text, then goes on with the next turn:
 `{...}<|im_end|>\n<|im_start|>user ...`. The server stops only at the marker's special
 token, not at the same characters spelled out. So the OpenAI-compatible provider sends the
 markers of the template in use as `stop` sequences (`stop_sequences`), and cuts a reply at
