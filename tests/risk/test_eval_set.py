@@ -94,17 +94,19 @@ def test_held_out_numbers_do_not_regress(config, path):
 # development set the semantic layer was tuned on and the held-out set it never was (written
 # before any tuning, committed alone, never edited). Floors at what was measured, with two
 # messages of slack (the classifier's arithmetic may differ in the last bits on another CPU):
-#   messages.yaml 192/197 caught, 7/145 false positives
-#   dev.yaml      102/120, 13/120; plans, preparations, means, timing, farewells, attempts 33/42
-#   holdout.yaml  126/150, 14/150; 34/44
+#   messages.yaml 196/197 caught, 4/145 false positives
+#   dev.yaml      109/120, 10/120; plans, preparations, means, timing, farewells, attempts 37/42
+#   holdout.yaml  123/150, 15/150; 32/44
+# (Before the nearest exemplars counted in the score: 192/197, 7/145; 101/120, 12/120, 33/42;
+# 122/150, 15/150, 32/44 on the machine that measured both.)
 # The issue's goals (recall >= 90%, every imminent kind caught, <= 3% false positives) are not
 # met on dev or holdout: `tutor safety eval` says so, and these floors only stop a regression.
 from tutor.risk.evaluate import DEV_SET, HOLDOUT_SET  # noqa: E402
 
 BOTH_LAYERS = {
-    DEFAULT_SET: ((191, 197), (5, 145), (0, 0)),
-    DEV_SET: ((101, 120), (12, 120), (33, 42)),
-    HOLDOUT_SET: ((122, 150), (15, 150), (32, 44)),
+    DEFAULT_SET: ((196, 197), (4, 145), (0, 0)),
+    DEV_SET: ((109, 120), (10, 120), (37, 42)),
+    HOLDOUT_SET: ((123, 150), (15, 150), (32, 44)),
 }
 SLACK = 2
 
@@ -138,8 +140,8 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # sets, written by others for the teaching issue. The screen's false alarms there, as
 # measured when lesson talk was first learnt as ordinary (before: dev 35, held out 38).
 # The dev files gained 83 questions later (questions_*_more.yaml): re-measured then (25 of 546;
-# before, 19 of 463).
-LESSON_TALK = {"dev": (25, 546), "holdout": (21, 531)}
+# before, 19 of 463). With the nearest exemplars in the score: dev 27, held out 20.
+LESSON_TALK = {"dev": (27, 546), "holdout": (20, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))

@@ -6,11 +6,15 @@ label and severity, and ordinary messages that share their words (idioms, the co
 vocabulary of fear and panic, films and history, goodbyes with a harmless reason). Each
 Vietnamese exemplar is also learnt as typed without diacritics, since the model reads
 those far less well. A message is read in windows of whole sentences
-(tutor.understand.spans); a window whose risk (1 - P(ordinary)) reaches the threshold
-raises a flag for the label with the most weight, and for a second label holding a good
-share of it (an overdose is self-harm and a medical emergency). The flag's evidence is the
-window (offsets + SHA-256, like every flag); its severity is the more likely of the
-label's two classes.
+(tutor.understand.spans). Each window gets a score: the classifier's log-odds of risk
+(1 - P(ordinary)) plus NEIGHBOUR_WEIGHT times how much closer its nearest crisis exemplars
+are than its nearest ordinary ones (mean cosine of the NEIGHBOURS nearest of each). The
+classifier generalises over the whole bank; the neighbours keep what a single exemplar
+says exactly ("gave away my cat, figured they should have her now" beside "gave away my
+old books after graduating"). A window whose score reaches THRESHOLD raises a flag for the
+label with the most weight, and for a second label holding a good share of it (an overdose
+is self-harm and a medical emergency). The flag's evidence is the window (offsets +
+SHA-256, like every flag); its severity is the more likely of the label's two classes.
 
     semantic = load_semantic(bank_folder)        # vectors cached on disk, trained once
     reading = semantic.read(text, vectors)       # vectors: one per window (embed off the loop)
@@ -53,29 +57,31 @@ log = logging.getLogger("tutor.risk")
 
 ORDINARY = "none"
 SEVERITIES = ("imminent", "serious")
-# Risk (1 - P(ordinary)) from which a window is flagged; chosen on evals/safety/dev.yaml.
-THRESHOLD = 0.45
-# Below this risk a window reads as ordinary with confidence: a listed phrase matched in it
+# A window's score: logit(risk) + NEIGHBOUR_WEIGHT * (mean cosine of its NEIGHBOURS nearest
+# crisis exemplars - that of its NEIGHBOURS nearest ordinary ones). Both chosen on
+# evals/safety/dev.yaml, semantic layer alone: recall at 3% false alarms 77.5% (classifier
+# alone) and 80.0% (neighbours alone) -> 90.8% together; results move little for weights
+# 150-300 and 2-4 neighbours. Cosines of this model sit close together (a margin of 0.05
+# is a lot), hence the large weight.
+NEIGHBOURS = 3
+NEIGHBOUR_WEIGHT = 200.0
+# Score from which a window is flagged; chosen on evals/safety/dev.yaml.
+THRESHOLD = 0.0
+# Below this score a window reads as ordinary with confidence: a listed phrase matched in it
 # is an idiom, a story or a question the phrases did not foresee (tutor.risk.offline).
-ORDINARY_BELOW = 0.2
-# Risk needed in a window where the phrase layer matched an authored idiom or negation.
-IDIOM_THRESHOLD = 0.9
+# Chosen on evals/safety/messages.yaml and dev.yaml together: from -0.5 up, phrases dropped
+# in plain crisis messages ("I wrote a goodbye letter to my family", "I was raped last
+# month…"); at -4 one of 197 is lost, and dev's false alarms are 8.3% (-6: 11.7%).
+ORDINARY_BELOW = -4.0
+# Score needed in a window where the phrase layer matched an authored idiom or negation:
+# the highest that keeps dev's recall (5 and 6 lose a message).
+IDIOM_THRESHOLD = 4.0
 # A window of fewer words is left to the phrase layer: "Tonight", "Yes I will", "Continue"
 # carry too little meaning to read (the model called "Tonight" 94% a threat), while the
 # phrases still read "I want to die" and "toi muon chet".
 SHORT_WORDS = 4
 # A second label is flagged too when it holds this share of the window's risk.
 SECOND_LABEL_SHARE = 0.15
-# A window read as risky, but neither imminent nor with risk from NEIGHBOURS_BELOW, is
-# flagged only when the mean cosine of its NEIGHBOURS nearest crisis exemplars is at least
-# that of its nearest ordinary ones. On the development sets (with lesson talk learnt as
-# ordinary): false alarms 10.8% -> 10.0% on look-alikes and 5.2% -> 4.1% on ordinary lesson
-# messages; every imminent message kept. Applied to imminent windows too it cost 3 of 70
-# imminent ones; applied at any risk it dropped "I don't know if I can keep myself safe"
-# (risk 0.96, its nearest ordinary exemplar a hair closer than its nearest crisis one).
-NEIGHBOURS = 3
-NEIGHBOUR_MARGIN = 0.0
-NEIGHBOURS_BELOW = 0.7
 
 
 class BankError(ValueError):
@@ -161,6 +167,7 @@ class Reading:
     proba: np.ndarray | None = None
     classes: tuple[str, ...] = ()
     text: str = ""
+    scores: np.ndarray | None = None  # per window (see THRESHOLD)
 
     def window_of(self, start: int) -> int:
         return next((i for i, (a, b) in enumerate(self.spans) if a <= start < b), 0)
@@ -168,13 +175,13 @@ class Reading:
     def reads_ordinary_at(self, start: int) -> bool:
         """The window holding offset `start` reads as plainly ordinary (False when nothing was
         read, or the window is too short to read by meaning)."""
-        if self.proba is None or not self.spans:
+        if self.scores is None or not self.spans:
             return False
         row = self.window_of(start)
         a, b = self.spans[row]
         if len(self.text[a:b].split()) < SHORT_WORDS:
             return False
-        return bool(1.0 - self.proba[row, self.classes.index(ORDINARY)] < ORDINARY_BELOW)
+        return bool(self.scores[row] < ORDINARY_BELOW)
 
     def severity_at(self, label: str, start: int) -> str:
         """The severity the window holding offset `start` suggests for `label` ("imminent"
@@ -184,16 +191,10 @@ class Reading:
         return _severity(self.proba[self.window_of(start)], self.classes, label)
 
 
-def _nearest(cosines: np.ndarray, k: int = NEIGHBOURS) -> float:
-    """The mean of the `k` highest cosines."""
-    k = min(k, len(cosines))
-    return float(np.partition(cosines, len(cosines) - k)[-k:].mean())
-
-
-def _reads_imminent(row: np.ndarray, classes: tuple[str, ...]) -> bool:
-    imminent = sum(p for p, c in zip(row, classes) if c.endswith("/imminent"))
-    serious = sum(p for p, c in zip(row, classes) if c.endswith("/serious"))
-    return imminent >= serious
+def _nearest(cosines: np.ndarray, k: int = NEIGHBOURS) -> np.ndarray:
+    """Per row of (windows, exemplars) cosines, the mean of the `k` highest."""
+    k = min(k, cosines.shape[1])
+    return np.partition(cosines, cosines.shape[1] - k, axis=1)[:, -k:].mean(axis=1)
 
 
 def _severity(row: np.ndarray, classes: tuple[str, ...], label: str) -> str:
@@ -207,16 +208,21 @@ class SemanticScreen:
     classifier: SoftmaxClassifier
     threshold: float = THRESHOLD
     version: str = ""
-    # The bank's vectors, crisis and ordinary exemplars apart (rows of unit vectors): a
-    # window the classifier reads as risky is flagged only if its nearest crisis exemplars
-    # are about as close as its nearest ordinary ones (NEIGHBOUR_MARGIN).
+    # The bank's vectors, crisis and ordinary exemplars apart (rows of unit vectors), for
+    # the neighbour part of a window's score.
     crisis: np.ndarray | None = field(default=None, repr=False)
     ordinary: np.ndarray | None = field(default=None, repr=False)
 
-    def near_crisis(self, vector: np.ndarray) -> bool:
+    def neighbour_margin(self, vectors: np.ndarray) -> np.ndarray:
+        """Per window, mean cosine of the nearest crisis exemplars minus that of the nearest
+        ordinary ones (0 without a bank's vectors)."""
         if self.crisis is None or self.ordinary is None or not len(self.crisis) or not len(self.ordinary):
-            return True
-        return _nearest(self.crisis @ vector) - _nearest(self.ordinary @ vector) >= NEIGHBOUR_MARGIN
+            return np.zeros(len(vectors))
+        return _nearest(vectors @ self.crisis.T) - _nearest(vectors @ self.ordinary.T)
+
+    def scores(self, proba: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+        risk = np.clip(1.0 - proba[:, self.classifier.classes.index(ORDINARY)], 1e-6, 1 - 1e-6)
+        return np.log(risk / (1.0 - risk)) + NEIGHBOUR_WEIGHT * self.neighbour_margin(vectors)
 
     def windows(self, text: str) -> list[tuple[int, int]]:
         return windows(text)
@@ -232,32 +238,30 @@ class SemanticScreen:
             return Reading([])
         classes = self.classifier.classes
         proba = self.classifier.proba(vectors, ngram_rows([text[a:b] for a, b in spans]))
+        scores = self.scores(proba, vectors)
         risk = 1.0 - proba[:, classes.index(ORDINARY)]
         labels = sorted({c.split("/")[0] for c in classes if c != ORDINARY})
         best: dict[str, tuple[float, int]] = {}
-        for row, window_risk in enumerate(risk):
+        for row, score in enumerate(scores):
             start, end = spans[row]
             if len(text[start:end].split()) < SHORT_WORDS:
                 continue
-            needed = IDIOM_THRESHOLD if any(start <= a < end for a, _ in idioms) else self.threshold
-            if window_risk < needed:
+            if score < (IDIOM_THRESHOLD if any(start <= a < end for a, _ in idioms) else self.threshold):
                 continue
-            if (window_risk < NEIGHBOURS_BELOW and not _reads_imminent(proba[row], classes)
-                    and not self.near_crisis(vectors[row])):
-                continue  # a window read as imminent is never dropped: a missed emergency costs most
+            confidence = float(1.0 / (1.0 + np.exp(-score)))
             mass = {lab: sum(proba[row, i] for i, c in enumerate(classes) if c.startswith(lab + "/"))
                     for lab in labels}
             top = max(mass.values())
             for lab, value in mass.items():
-                if value == top or value >= SECOND_LABEL_SHARE * window_risk:
-                    if lab not in best or window_risk > best[lab][0]:
-                        best[lab] = (float(window_risk), row)
+                if value == top or value >= SECOND_LABEL_SHARE * risk[row]:
+                    if lab not in best or confidence > best[lab][0]:
+                        best[lab] = (confidence, row)
         flags = []
         for lab, (confidence, row) in sorted(best.items(), key=lambda kv: -kv[1][0]):
             start, end = spans[row]
             flags.append(RiskFlag(lab, round(confidence, 3), (Evidence.of(text, start, end),), "semantic",
                                   severity=_severity(proba[row], classes, lab)))
-        return Reading(flags, spans, proba, classes, text)
+        return Reading(flags, spans, proba, classes, text, scores)
 
 
 # How the classifier is trained (part of the bank's version: a change retrains).
@@ -265,9 +269,9 @@ TRAINING: dict[str, Any] = {"l2": 1e-5, "steps": 300, "rate": 0.05, "scale": 2.0
                             "class_weight": {ORDINARY: 3.0}}
 
 
-def _bank_version(model: str, bank: Sequence[Exemplar], threshold: float) -> str:
+def _bank_version(model: str, bank: Sequence[Exemplar]) -> str:
     features = f"vector+ngrams{HASH_DIM}"
-    digest = hashlib.sha256(json.dumps([model, features, threshold, TRAINING, [(e.text, e.target) for e in bank]],
+    digest = hashlib.sha256(json.dumps([model, features, TRAINING, [(e.text, e.target) for e in bank]],
                                        ensure_ascii=False).encode("utf-8")).hexdigest()
     return digest[:16]
 
@@ -284,7 +288,7 @@ def load_semantic(folder: Path, labels: Sequence[str], course: Sequence[str] = (
     if not any(e.label == ORDINARY for e in bank) or all(e.label == ORDINARY for e in bank):
         raise BankError(f"{folder}: the exemplar bank needs both crisis and ordinary ({ORDINARY}) exemplars")
     model = embedder()
-    version = _bank_version(model.id, bank, THRESHOLD)
+    version = _bank_version(model.id, bank)
     texts, targets = _training_texts(bank)
     vectors = VectorCache(model.id, "safety-exemplars").vectors(texts, model.embed_many)
     classifier = _trained(version)
