@@ -220,8 +220,9 @@ class SemanticScreen:
             return np.zeros(len(vectors))
         return _nearest(vectors @ self.crisis.T) - _nearest(vectors @ self.ordinary.T)
 
-    def scores(self, proba: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-        risk = np.clip(1.0 - proba[:, self.classifier.classes.index(ORDINARY)], 1e-6, 1 - 1e-6)
+    def scores(self, risk: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+        """Per window, from its risk (1 - P(ordinary)) and its vector (see THRESHOLD)."""
+        risk = np.clip(risk, 1e-6, 1 - 1e-6)
         return np.log(risk / (1.0 - risk)) + NEIGHBOUR_WEIGHT * self.neighbour_margin(vectors)
 
     def windows(self, text: str) -> list[tuple[int, int]]:
@@ -238,8 +239,8 @@ class SemanticScreen:
             return Reading([])
         classes = self.classifier.classes
         proba = self.classifier.proba(vectors, ngram_rows([text[a:b] for a, b in spans]))
-        scores = self.scores(proba, vectors)
         risk = 1.0 - proba[:, classes.index(ORDINARY)]
+        scores = self.scores(risk, vectors)
         labels = sorted({c.split("/")[0] for c in classes if c != ORDINARY})
         best: dict[str, tuple[float, int]] = {}
         for row, score in enumerate(scores):
