@@ -223,6 +223,23 @@ def test_vietnamese_feedback_is_the_servers_in_vietnamese():
     assert "..." not in verdict.result.feedback and "Have another go" not in verdict.result.feedback
 
 
+ALL_CHECKS = [c for module in LIBRARY.modules.values() for t in module.topics for c in t.checks]
+
+
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.id)
+def test_the_servers_own_words_for_any_criteria_are_never_taken_for_a_copied_example(check):
+    # A template reply makes the server say the criteria in its own words; those words quote
+    # the same criterion descriptions as the prompt's example and must not be shown as, or
+    # flagged as, the example copied back (found with one criterion full, the others unscored).
+    for level in (0.0, 3.0, 10.0):
+        for full in check.rubric.names:
+            scores = {name: (10.0 if name == full else level) for name in check.rubric.names}
+            for answer in ("I don't know.", check.example_answer):
+                verdict = settle(check, JudgeResult(score=0, feedback=TEMPLATE, criteriaScores=scores), answer)
+                assert "judge_template_feedback" in verdict.flags
+                assert not is_template_feedback(verdict.result.feedback, check), verdict.result.feedback
+
+
 CRITERIA = st.dictionaries(st.sampled_from(NUTSHELL.rubric.names), st.floats(0, 10, allow_nan=False), max_size=3)
 FEEDBACK = st.sampled_from([TEMPLATE, "...", "Great, you mastered it!", "Not yet: say when it helps.",
                             "You explained the alarm well; now say when it is too much."])

@@ -78,11 +78,27 @@ def is_template_feedback(feedback: str, check: Check | None = None) -> bool:
     folded = text.casefold()
     if any(echo in folded for echo in _ECHOES):
         return True
-    if check is not None:
-        example = example_reply(check)["feedback"].casefold()
-        if SequenceMatcher(None, folded, example, autojunk=False).ratio() >= _COPIED:
-            return True
+    if check is not None and _copies_feedback(folded, example_reply(check)["feedback"].casefold(), check):
+        return True
     return sum(1 for w in words(text) if w not in _TEMPLATE_WORDS) < _OWN_WORDS
+
+
+def _copies_feedback(folded: str, example: str, check: Check) -> bool:
+    """`folded` is the example's feedback copied: close to it as a whole and in its own words
+    once the criteria's descriptions and hints, which any feedback on them may quote, are taken
+    out of both. The server's words for the criteria (feedback_words) quote the same
+    descriptions in another frame and are no copy."""
+    if SequenceMatcher(None, folded, example, autojunk=False).ratio() < _COPIED:
+        return False
+    quoted = sorted({q.strip().rstrip(". ").casefold() for c in check.rubric.criteria
+                     for q in (c.description, c.hint or "") if q.strip()}, key=len, reverse=True)
+
+    def frame(text: str) -> str:
+        for q in quoted:
+            text = text.replace(q, "\x00")
+        return text
+
+    return SequenceMatcher(None, frame(folded), frame(example), autojunk=False).ratio() >= _COPIED
 
 
 def copies_example(check: Check, result: JudgeResult) -> bool:
