@@ -80,6 +80,11 @@ def test_an_overdose_is_both_a_medical_emergency_and_self_harm(config):
     "Tôi muốn giết thời gian trước buổi hẹn.",
     "Bố tôi đánh cầu lông rất giỏi.",
     "Tôi không bao giờ làm hại bản thân.",
+    "Không phải muốn tự tử gì đâu, chỉ là mệt vì trường lớp quá.",
+    "ko phai muon chet dau, chi met thoi",
+    "lúc nãy mình nói muốn chết là vì quê quá thôi",
+    "hồi cấp hai mình từng nghĩ tới chuyện tự tử nhưng giờ ổn rồi, hỏi bài thôi",
+    "tại sao có người lại tự làm hại bản thân vậy, lớp em đang học",
 ])
 def test_idioms_negations_and_topic_questions_are_not_crises(config, text):
     assert screen(text, config) == []
@@ -104,6 +109,15 @@ def test_apostrophe_variants_and_spelled_out_negation_match_the_same_phrase(conf
     unicodedata.normalize("NFD", "Tôi không muốn sống nữa"), "toi ko muon song nua",
 ])
 def test_vietnamese_matches_with_without_and_decomposed_diacritics(config, text):
+    assert labels(text, config) == ["self_harm"]
+
+
+@pytest.mark.parametrize("text", [
+    "không phải mình không muốn học, mình muốn chết",
+    "từng nghĩ tới chuyện tự tử, giờ lại nghĩ tiếp",
+    "mình nói muốn chết là vì thật sự muốn chết",
+])
+def test_vietnamese_negations_cover_only_what_they_say(config, text):
     assert labels(text, config) == ["self_harm"]
 
 
