@@ -80,6 +80,7 @@ def test_an_overdose_is_both_a_medical_emergency_and_self_harm(config):
     "Tôi muốn giết thời gian trước buổi hẹn.",
     "Bố tôi đánh cầu lông rất giỏi.",
     "Tôi không bao giờ làm hại bản thân.",
+    "when i said i wanted to die earlier i meant of embarrassment, i fell over in assembly",
     "Không phải muốn tự tử gì đâu, chỉ là mệt vì trường lớp quá.",
     "ko phai muon chet dau, chi met thoi",
     "lúc nãy mình nói muốn chết là vì quê quá thôi",
@@ -116,6 +117,7 @@ def test_vietnamese_matches_with_without_and_decomposed_diacritics(config, text)
     "không phải mình không muốn học, mình muốn chết",
     "từng nghĩ tới chuyện tự tử, giờ lại nghĩ tiếp",
     "mình nói muốn chết là vì thật sự muốn chết",
+    "when i said i wanted to die i meant it, it was not embarrassment",
 ])
 def test_vietnamese_negations_cover_only_what_they_say(config, text):
     assert labels(text, config) == ["self_harm"]
