@@ -95,9 +95,11 @@ def test_held_out_numbers_do_not_regress(config, path):
 # before any tuning, committed alone, never edited). Floors at what was measured, with two
 # messages of slack (the classifier's arithmetic may differ in the last bits on another CPU):
 #   messages.yaml 196/197 caught, 4/145 false positives
-#   dev.yaml      109/120, 10/120; plans, preparations, means, timing, farewells, attempts 37/42
-#   holdout.yaml  123/150, 15/150; 32/44
-# (Before the nearest exemplars counted in the score: 192/197, 7/145; 101/120, 12/120, 33/42;
+#   dev.yaml      114/120, 3/120; plans, preparations, means, timing, farewells, attempts 40/42
+#   holdout.yaml  130/150, 15/150; 34/44
+# (Before the understated exemplars and the Vietnamese negations: 196/197, 4/145; 109/120,
+# 10/120, 37/42; 123/150, 15/150, 32/44.
+# Before the nearest exemplars counted in the score: 192/197, 7/145; 101/120, 12/120, 33/42;
 # 122/150, 15/150, 32/44 on the machine that measured both.)
 # The issue's goals (recall >= 90%, every imminent kind caught, <= 3% false positives) are not
 # met on dev or holdout: `tutor safety eval` says so, and these floors only stop a regression.
@@ -105,8 +107,8 @@ from tutor.risk.evaluate import DEV_SET, HOLDOUT_SET  # noqa: E402
 
 BOTH_LAYERS = {
     DEFAULT_SET: ((196, 197), (4, 145), (0, 0)),
-    DEV_SET: ((109, 120), (10, 120), (37, 42)),
-    HOLDOUT_SET: ((123, 150), (15, 150), (32, 44)),
+    DEV_SET: ((114, 120), (3, 120), (40, 42)),
+    HOLDOUT_SET: ((130, 150), (15, 150), (34, 44)),
 }
 SLACK = 2
 
@@ -140,8 +142,9 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # sets, written by others for the teaching issue. The screen's false alarms there, as
 # measured when lesson talk was first learnt as ordinary (before: dev 35, held out 38).
 # The dev files gained 83 questions later (questions_*_more.yaml): re-measured then (25 of 546;
-# before, 19 of 463). With the nearest exemplars in the score: dev 27, held out 20.
-LESSON_TALK = {"dev": (27, 546), "holdout": (20, 531)}
+# before, 19 of 463). With the nearest exemplars in the score: dev 27, held out 20. With the
+# understated crisis exemplars (exemplars_*-understated.yaml): dev 28, held out 24.
+LESSON_TALK = {"dev": (28, 546), "holdout": (24, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))

@@ -81,6 +81,7 @@ def test_an_overdose_is_both_a_medical_emergency_and_self_harm(config):
     "Bố tôi đánh cầu lông rất giỏi.",
     "Tôi không bao giờ làm hại bản thân.",
     "when i said i wanted to die earlier i meant of embarrassment, i fell over in assembly",
+    "I had suicidal thoughts at school but I'm fine now, is the breathing topic next?",
     "Không phải muốn tự tử gì đâu, chỉ là mệt vì trường lớp quá.",
     "ko phai muon chet dau, chi met thoi",
     "lúc nãy mình nói muốn chết là vì quê quá thôi",
@@ -118,6 +119,7 @@ def test_vietnamese_matches_with_without_and_decomposed_diacritics(config, text)
     "từng nghĩ tới chuyện tự tử, giờ lại nghĩ tiếp",
     "mình nói muốn chết là vì thật sự muốn chết",
     "when i said i wanted to die i meant it, it was not embarrassment",
+    "I had suicidal thoughts as a teen and they are back, I'm not fine",
 ])
 def test_vietnamese_negations_cover_only_what_they_say(config, text):
     assert labels(text, config) == ["self_harm"]
