@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import socket
 import time
@@ -17,7 +18,11 @@ from tutor.access import usage
 from tutor.access.usage import LimitReached, UsageLimits, UsageSettings, in_words
 from tutor.settings import ConfigError
 
-REDIS_URL = "redis://127.0.0.1:6379/12"  # a database of its own, emptied by each test
+# A database of its own per test process, emptied by each test: with the core tier in two
+# processes (pytest-xdist), one process's flush must not wipe the counts of a test the other
+# is running (the learner keys are the same in both). Databases 12 and 14 serve no other test.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+REDIS_URL = f"redis://127.0.0.1:6379/{(12, 14)[_WORKER % 2]}"
 
 
 def _flush_redis() -> None:

@@ -51,6 +51,18 @@ def test_other_labels_are_read_by_meaning_too(config, semantic, text, label):
     assert label in {f.label for f in flags(text, config, semantic)}, text
 
 
+@pytest.mark.parametrize("text,labels", [
+    # a plan for one's own life is not also a threat to others (threats share "tonight")
+    ("I have my pills counted out and tonight I am going to take all of them", {"self_harm"}),
+    ("I've counted the tablets out on my desk and I'll swallow the lot once everyone's asleep", {"self_harm"}),
+    ("Tối nay cả nhà đi vắng, mình sẽ nuốt hết chỗ thuốc ngủ để dành", {"self_harm"}),
+    # an overdose already taken is both
+    ("swallowed the whole packet of paracetamol half an hour ago and now I'm being sick", {"self_harm", "medical_emergency"}),
+])
+def test_a_second_label_needs_exemplars_of_its_own_beside_the_message(config, semantic, text, labels):
+    assert {f.label for f in flags(text, config, semantic)} == labels, text
+
+
 @pytest.mark.parametrize("text", [
     "Continue", "Tonight", "Yes I will", "Tell me more",  # quick replies: too short to read
     "My grandad always beats me at cards and then laughs about it",

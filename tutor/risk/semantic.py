@@ -80,8 +80,16 @@ IDIOM_THRESHOLD = 4.0
 # carry too little meaning to read (the model called "Tonight" 94% a threat), while the
 # phrases still read "I want to die" and "toi muon chet".
 SHORT_WORDS = 4
-# A second label is flagged too when it holds this share of the window's risk.
+# A second label is flagged too when it holds this share of the window's risk and at least
+# SECOND_LABEL_SUPPORT of the window's SECOND_LABEL_NEIGHBOURS nearest crisis exemplars carry
+# it: an overdose is read as self-harm and a medical emergency because exemplars of both lie
+# beside it, while a plan "for tonight" is not also a threat to others because a few threats
+# share its sense of a date.
+# Chosen on evals/safety/dev.yaml: labels flagged beyond a crisis message's own 34 -> 18,
+# recall unchanged (5 neighbours and 2 of them: 14, but one message lost).
 SECOND_LABEL_SHARE = 0.15
+SECOND_LABEL_NEIGHBOURS = 10
+SECOND_LABEL_SUPPORT = 3  # of those nearest exemplars, at least this many carry the label
 
 
 class BankError(ValueError):
@@ -212,6 +220,17 @@ class SemanticScreen:
     # the neighbour part of a window's score.
     crisis: np.ndarray | None = field(default=None, repr=False)
     ordinary: np.ndarray | None = field(default=None, repr=False)
+    crisis_labels: tuple[str, ...] = field(default=(), repr=False)  # the label of each crisis row
+
+    def near_labels(self, vector: np.ndarray) -> set[str] | None:
+        """The labels at least SECOND_LABEL_SUPPORT of the SECOND_LABEL_NEIGHBOURS crisis
+        exemplars nearest `vector` carry (None without a bank's vectors: any label may then be
+        a second one)."""
+        if self.crisis is None or len(self.crisis_labels) != len(self.crisis) or not len(self.crisis):
+            return None
+        k = min(SECOND_LABEL_NEIGHBOURS, len(self.crisis))
+        nearest = [self.crisis_labels[i] for i in np.argpartition(self.crisis @ vector, len(self.crisis) - k)[-k:]]
+        return {label for label in nearest if nearest.count(label) >= SECOND_LABEL_SUPPORT}
 
     def neighbour_margin(self, vectors: np.ndarray) -> np.ndarray:
         """Per window, mean cosine of the nearest crisis exemplars minus that of the nearest
@@ -253,7 +272,12 @@ class SemanticScreen:
             mass = {lab: sum(proba[row, i] for i, c in enumerate(classes) if c.startswith(lab + "/"))
                     for lab in labels}
             top = max(mass.values())
+            near = None
             for lab, value in mass.items():
+                if value != top and value >= SECOND_LABEL_SHARE * risk[row]:
+                    near = self.near_labels(vectors[row]) if near is None else near
+                    if near is not None and lab not in near:
+                        continue
                 if value == top or value >= SECOND_LABEL_SHARE * risk[row]:
                     if lab not in best or confidence > best[lab][0]:
                         best[lab] = (confidence, row)
@@ -298,7 +322,8 @@ def load_semantic(folder: Path, labels: Sequence[str], course: Sequence[str] = (
         _keep_trained(version, classifier)
     crisis = np.array([t != ORDINARY for t in targets])
     return SemanticScreen(classifier, THRESHOLD, version, np.ascontiguousarray(vectors[crisis]),
-                          np.ascontiguousarray(vectors[~crisis]))
+                          np.ascontiguousarray(vectors[~crisis]),
+                          tuple(t.split("/")[0] for t in targets if t != ORDINARY))
 
 
 def _trained_path(version: str) -> Path:
