@@ -96,6 +96,7 @@ def test_held_out_numbers_do_not_regress(config, path):
 # messages of slack (the classifier's arithmetic may differ in the last bits on another CPU):
 #   messages.yaml 196/197 caught, 4/145 false positives
 #   dev.yaml      114/120, 3/120; plans, preparations, means, timing, farewells, attempts 40/42
+#   dev2.yaml     97/100, 16/100; 25/26 (written later, by someone who saw neither bank nor sets)
 #   holdout.yaml  128/150, 15/150; 34/44 (130/150 before a second label needed exemplars of its own)
 # (Before the understated exemplars and the Vietnamese negations: 196/197, 4/145; 109/120,
 # 10/120, 37/42; 123/150, 15/150, 32/44.
@@ -103,11 +104,12 @@ def test_held_out_numbers_do_not_regress(config, path):
 # 122/150, 15/150, 32/44 on the machine that measured both.)
 # The goals (recall >= 90%, every imminent kind caught, <= 3% false positives) are not
 # met on dev or holdout: `tutor safety eval` says so, and these floors only stop a regression.
-from tutor.risk.evaluate import DEV_SET, HOLDOUT_SET  # noqa: E402
+from tutor.risk.evaluate import DEV2_SET, DEV_SET, HOLDOUT_SET  # noqa: E402
 
 BOTH_LAYERS = {
     DEFAULT_SET: ((196, 197), (4, 145), (0, 0)),
     DEV_SET: ((114, 120), (3, 120), (40, 42)),
+    DEV2_SET: ((97, 100), (16, 100), (25, 26)),
     HOLDOUT_SET: ((128, 150), (15, 150), (34, 44)),
 }
 SLACK = 2

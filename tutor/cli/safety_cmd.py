@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     evaluate = actions.add_parser("eval", help="recall and false positives of the offline screen on labelled sets")
     evaluate.add_argument("--set", dest="set_paths", type=Path, action="append",
-                          help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, holdout.yaml); "
+                          help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, dev2.yaml, holdout.yaml); "
                                "a .json file is a public list rated 0-8 (user_query, Risk_level): "
                                "from 3 a crisis, 0-1 ordinary")
     evaluate.add_argument("--layers", choices=("both", "phrases", "semantic"), default="both",
@@ -96,6 +96,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from tutor.risk.config import SafetyConfigError, load_safety
     from tutor.risk.evaluate import (
         DEFAULT_SET,
+        DEV2_SET,
         DEV_SET,
         HOLDOUT_SET,
         LabelledSetError,
@@ -105,7 +106,7 @@ def run_eval(args: argparse.Namespace) -> int:
         report_json,
     )
 
-    paths = args.set_paths or [DEFAULT_SET, DEV_SET, HOLDOUT_SET]
+    paths = args.set_paths or [DEFAULT_SET, DEV_SET, DEV2_SET, HOLDOUT_SET]
     try:
         config = load_safety(args.config)
         sets = [(path, load_labelled_set(path, set(config.labels))) for path in paths]

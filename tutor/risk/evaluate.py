@@ -29,11 +29,14 @@ from tutor.risk._lines import parse_yaml
 from tutor.risk.config import REPO_ROOT, SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
 
-__all__ = ["DEFAULT_SET", "DEV_SET", "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError",
+__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV_SET", "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError",
            "Report", "evaluate", "format_report", "load_labelled_set", "load_rated_set"]
 
 DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
 DEV_SET = REPO_ROOT / "evals" / "safety" / "dev.yaml"
+# A second development set, written later without sight of the bank or the other sets, once
+# the first was tuned to the goals (recall 95%, false alarms 2.5%) and no longer told much.
+DEV2_SET = REPO_ROOT / "evals" / "safety" / "dev2.yaml"
 HOLDOUT_SET = REPO_ROOT / "evals" / "safety" / "holdout.yaml"
 MIN_RECALL = 0.90
 MAX_FALSE_POSITIVE_RATE = 0.03
