@@ -272,15 +272,16 @@ class SemanticScreen:
             mass = {lab: sum(proba[row, i] for i, c in enumerate(classes) if c.startswith(lab + "/"))
                     for lab in labels}
             top = max(mass.values())
-            near = None
+            near: set[str] | None = None
             for lab, value in mass.items():
-                if value != top and value >= SECOND_LABEL_SHARE * risk[row]:
+                if value != top:  # a second label (SECOND_LABEL_SHARE)
+                    if value < SECOND_LABEL_SHARE * risk[row]:
+                        continue
                     near = self.near_labels(vectors[row]) if near is None else near
                     if near is not None and lab not in near:
                         continue
-                if value == top or value >= SECOND_LABEL_SHARE * risk[row]:
-                    if lab not in best or confidence > best[lab][0]:
-                        best[lab] = (confidence, row)
+                if lab not in best or confidence > best[lab][0]:
+                    best[lab] = (confidence, row)
         flags = []
         for lab, (confidence, row) in sorted(best.items(), key=lambda kv: -kv[1][0]):
             start, end = spans[row]
