@@ -121,7 +121,7 @@ def test_vietnamese_matches_with_without_and_decomposed_diacritics(config, text)
     "when i said i wanted to die i meant it, it was not embarrassment",
     "I had suicidal thoughts as a teen and they are back, I'm not fine",
 ])
-def test_vietnamese_negations_cover_only_what_they_say(config, text):
+def test_negations_cover_only_what_they_say(config, text):
     assert labels(text, config) == ["self_harm"]
 
 
