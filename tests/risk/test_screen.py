@@ -61,6 +61,15 @@ def test_an_overdose_is_both_a_medical_emergency_and_self_harm(config):
 
 
 @pytest.mark.parametrize("text", [
+    "took my sleeping pills with half a bottle of vodka and now I feel heavy",
+    "máu chảy mãi không cầm, em phải làm sao",
+    "mau tham het 2 cai khan ma van chua dung",
+])
+def test_pills_with_drink_and_bleeding_that_goes_on_are_medical_emergencies(config, text):
+    assert "medical_emergency" in labels(text, config)
+
+
+@pytest.mark.parametrize("text", [
     "this lesson is killing me",
     "I could kill for a coffee",
     "I'm dying to know",
