@@ -222,27 +222,30 @@ class SemanticScreen:
     ordinary: np.ndarray | None = field(default=None, repr=False)
     crisis_labels: tuple[str, ...] = field(default=(), repr=False)  # the label of each crisis row
 
-    def near_labels(self, vector: np.ndarray) -> set[str] | None:
-        """The labels at least SECOND_LABEL_SUPPORT of the SECOND_LABEL_NEIGHBOURS crisis
-        exemplars nearest `vector` carry (None without a bank's vectors: any label may then be
-        a second one)."""
-        if self.crisis is None or len(self.crisis_labels) != len(self.crisis) or not len(self.crisis):
+    def cosines(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each window's cosines with the crisis exemplars and with the ordinary ones (None
+        without a bank's vectors). Computed once per reading: the score and the second-label
+        check both read them."""
+        if self.crisis is None or self.ordinary is None or not len(self.crisis) or not len(self.ordinary):
             return None
-        k = min(SECOND_LABEL_NEIGHBOURS, len(self.crisis))
-        nearest = [self.crisis_labels[i] for i in np.argpartition(self.crisis @ vector, len(self.crisis) - k)[-k:]]
+        return vectors @ self.crisis.T, vectors @ self.ordinary.T
+
+    def near_labels(self, crisis_cosines: np.ndarray) -> set[str] | None:
+        """The labels at least SECOND_LABEL_SUPPORT of the SECOND_LABEL_NEIGHBOURS crisis
+        exemplars nearest a window carry, from its cosines with them (None without the
+        exemplars' labels: any label may then be a second one)."""
+        if len(self.crisis_labels) != len(crisis_cosines):
+            return None
+        k = min(SECOND_LABEL_NEIGHBOURS, len(crisis_cosines))
+        nearest = [self.crisis_labels[i] for i in np.argpartition(crisis_cosines, len(crisis_cosines) - k)[-k:]]
         return {label for label in nearest if nearest.count(label) >= SECOND_LABEL_SUPPORT}
 
-    def neighbour_margin(self, vectors: np.ndarray) -> np.ndarray:
-        """Per window, mean cosine of the nearest crisis exemplars minus that of the nearest
-        ordinary ones (0 without a bank's vectors)."""
-        if self.crisis is None or self.ordinary is None or not len(self.crisis) or not len(self.ordinary):
-            return np.zeros(len(vectors))
-        return _nearest(vectors @ self.crisis.T) - _nearest(vectors @ self.ordinary.T)
-
-    def scores(self, risk: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-        """Per window, from its risk (1 - P(ordinary)) and its vector (see THRESHOLD)."""
+    def scores(self, risk: np.ndarray, cosines: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+        """Per window, from its risk (1 - P(ordinary)) and its cosines with the bank (see
+        THRESHOLD; without them the neighbour part is 0)."""
         risk = np.clip(risk, 1e-6, 1 - 1e-6)
-        return np.log(risk / (1.0 - risk)) + NEIGHBOUR_WEIGHT * self.neighbour_margin(vectors)
+        margin = 0.0 if cosines is None else _nearest(cosines[0]) - _nearest(cosines[1])
+        return np.log(risk / (1.0 - risk)) + NEIGHBOUR_WEIGHT * margin
 
     def windows(self, text: str) -> list[tuple[int, int]]:
         return windows(text)
@@ -259,7 +262,8 @@ class SemanticScreen:
         classes = self.classifier.classes
         proba = self.classifier.proba(vectors, ngram_rows([text[a:b] for a, b in spans]))
         risk = 1.0 - proba[:, classes.index(ORDINARY)]
-        scores = self.scores(risk, vectors)
+        cosines = self.cosines(vectors)
+        scores = self.scores(risk, cosines)
         labels = sorted({c.split("/")[0] for c in classes if c != ORDINARY})
         best: dict[str, tuple[float, int]] = {}
         for row, score in enumerate(scores):
@@ -277,7 +281,8 @@ class SemanticScreen:
                 if value != top:  # a second label (SECOND_LABEL_SHARE)
                     if value < SECOND_LABEL_SHARE * risk[row]:
                         continue
-                    near = self.near_labels(vectors[row]) if near is None else near
+                    if near is None and cosines is not None:
+                        near = self.near_labels(cosines[0][row])
                     if near is not None and lab not in near:
                         continue
                 if lab not in best or confidence > best[lab][0]:
