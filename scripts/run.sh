@@ -8,9 +8,8 @@ source scripts/env.sh
 # npm's own registry setting, so the first build does not probe mirrors (and log each miss).
 NPM_CONFIG_REGISTRY="${NPM_CONFIG_REGISTRY:-$(npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)}"
 export NPM_CONFIG_REGISTRY
-.venv/bin/tutor db migrate
-# The safety screen's semantic layer: its exemplar vectors are computed once (3-5 minutes
-# on 2 cores) and kept in ~/.cache/tutor; later starts read them in under a second.
-.venv/bin/tutor safety prepare
-.venv/bin/tutor teach prepare
+# The database's schema, then the semantic layer (safety screen and teaching), in one
+# process: its vectors are computed once (3-5 minutes on 2 cores) and kept in ~/.cache/tutor;
+# later starts read them in a few seconds.
+.venv/bin/tutor prepare
 exec reflex run --env prod --single-port "$@"

@@ -299,7 +299,7 @@ def _cli(tmp_path: Path, *args: str, url: str, stdin: str = "") -> subprocess.Co
                           text=True, cwd=tmp_path, env=env, timeout=120)
 
 
-@pytest.mark.parametrize("command", [("db", "migrate"), ("chat", "--module", MODULE, "--json")])
+@pytest.mark.parametrize("command", [("db", "migrate"), ("prepare",), ("chat", "--module", MODULE, "--json")])
 def test_start_up_with_an_unreachable_database_says_what_to_set(tmp_path, command):
     done = _cli(tmp_path, *command, url=CLOSED_PORT, stdin="hello\n")
     assert done.returncode == 1
@@ -322,3 +322,13 @@ def test_start_up_with_a_missing_database_names_it_and_a_missing_sqlite_folder_i
     made = _cli(tmp_path, "db", "migrate", url=f"sqlite:///{tmp_path / 'new' / 'tutor.db'}")
     assert made.returncode == 0, made.stderr
     assert (tmp_path / "new" / "tutor.db").is_file()
+
+
+def test_prepare_migrates_then_readies_the_semantic_layer_in_one_process(tmp_path):
+    # scripts/run.sh's one step before serving: the schema, the safety screen and teaching.
+    done = _cli(tmp_path, "prepare", url=f"sqlite:///{tmp_path / 'new' / 'tutor.db'}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("database is up to date: sqlite:///")
+    assert "safety screen ready: 10 classes" in done.stderr and "teaching ready: 2 module(s)" in done.stderr
+    with sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'new' / 'tutor.db'}").connect() as c:
+        assert c.execute(sqlalchemy.text("SELECT count(*) FROM learner")).scalar() == 0

@@ -182,9 +182,26 @@ def test_cli_table_with_builtin(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("TUTOR_MODULES_DIR", str(ROOT / "modules"))
     suite = tmp_path / "tiny.yaml"
     suite.write_text("module: understanding_anxiety\nconversations:\n  - turns: [\"What is anxiety?\"]\n")
-    assert main(["eval", "--suite", str(suite), "--runs", "2"]) == 0
+    assert main(["eval", "--suite", str(suite), "--runs", "2", "--json-file", str(tmp_path / "report.json")]) == 0
     out = capsys.readouterr().out
     assert "| Metric | prompt |" in out and "| Turns | 4 |" in out and "| Fallback (fail closed) | 0.0% |" in out
+    # The same run's JSON document, written beside the table.
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert [(r["strategy"], r["turns"]) for r in report["rows"]] == [("prompt", 4)] and len(report["turns"]) == 4
+
+
+def test_cli_json_file_in_a_missing_folder_is_refused_before_any_turn(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("TUTOR_LLM_PROVIDER", "openai")
+    monkeypatch.setenv("TUTOR_LLM_MODEL", "m")
+    monkeypatch.setenv("TUTOR_LLM_BASE_URL", "http://127.0.0.1:1/v1")  # never asked: nothing listens there
+    monkeypatch.setenv("TUTOR_MODULES_DIR", str(ROOT / "modules"))
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text("module: understanding_anxiety\nconversations:\n  - turns: [\"What is anxiety?\"]\n")
+    assert main(["eval", "--suite", str(suite), "--json-file", str(tmp_path / "no" / "r.json")]) == 2
+    captured = capsys.readouterr()
+    assert "cannot write --json-file" in captured.err
+    assert not any(line.startswith("eval ") for line in captured.err.splitlines())  # no run was started
+    assert captured.out == ""
 
 
 @pytest.mark.parametrize(

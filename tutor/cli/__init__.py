@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tutor.cli import chat_cmd, db_cmd, eval_cmd, modules_cmd, parse_cmd, safety_cmd
-from tutor.cli import learners_cmd, review_cmd
+from tutor.cli import learners_cmd, prepare_cmd, review_cmd
 from tutor.cli import teach_cmd
 from tutor.cli import users_cmd
 
@@ -23,8 +23,8 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="tutor", description="Tutor: structured chat tutoring")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (parse_cmd, modules_cmd, chat_cmd, db_cmd, eval_cmd, review_cmd, teach_cmd, safety_cmd, learners_cmd,
-                    users_cmd):
+    for command in (parse_cmd, modules_cmd, chat_cmd, db_cmd, prepare_cmd, eval_cmd, review_cmd, teach_cmd, safety_cmd,
+                    learners_cmd, users_cmd):
         command.register(sub)
     return parser
 

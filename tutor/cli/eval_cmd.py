@@ -1,11 +1,12 @@
-"""`tutor eval --suite FILE [--strategy S ...|all] [--runs N] [--json]`: seed 001's table.
+"""`tutor eval --suite FILE [--strategy S ...|all] [--runs N] [--json | --json-file PATH]`: seed 001's table.
 
 Plays every conversation of the suite against the configured backend (TUTOR_LLM_*; the
 built-in tutor when none is set), once per strategy and run, through the real engine on a
 throwaway database, then prints one column per strategy: JSON parse rate, schema
 compliance, repaired and fallback rates, retries per turn, latency p50/p95, tokens per
 turn, and cost when TUTOR_PRICE_*_PER_MTOK are set. `--json` prints one JSON document with
-the rows and every turn's audit records instead.
+the rows and every turn's audit records instead; `--json-file PATH` writes that document to
+PATH and prints the table as usual (one run gives a person the table and a script the data).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default: TUTOR_LLM_STRATEGY")
     p.add_argument("--runs", type=int, default=1, help="times to play the suite per strategy (default 1)")
     p.add_argument("--json", action="store_true", help="print a JSON report instead of the table")
+    p.add_argument("--json-file", metavar="PATH", help="also write the JSON report to PATH (the table is printed too)")
     p.add_argument("--modules-dir", help="where modules live (default: TUTOR_MODULES_DIR or ./modules)")
     p.set_defaults(func=run)
 
@@ -59,6 +61,13 @@ async def _eval(suite, settings: LLMSettings, args: argparse.Namespace) -> int:
         summarize,
     )
 
+    json_file = None
+    if args.json_file:  # opened before the run, so a wrong path costs no model calls
+        try:
+            json_file = open(args.json_file, "w", encoding="utf-8")  # noqa: SIM115 (written at the end)
+        except OSError as exc:
+            print(f"tutor eval: cannot write --json-file: {exc}", file=sys.stderr)
+            return 2
     library = load_library(args.modules_dir) if args.modules_dir else load_library()
     strategies = strategies_from_args(args.strategy, settings.strategy)
     total = suite.turn_count * args.runs * len(strategies)
@@ -75,9 +84,13 @@ async def _eval(suite, settings: LLMSettings, args: argparse.Namespace) -> int:
           f"{suite.turn_count} turns x {args.runs} run(s)", file=sys.stderr)
     records = await run_suite(suite, settings, library, strategies=strategies, runs=args.runs, on_turn=progress)
     rows = summarize(records, settings)
-    if args.json:
-        print(json.dumps(report_json(suite, settings, rows, records, args.runs), ensure_ascii=False))
-        return 0
+    if args.json or json_file:
+        document = json.dumps(report_json(suite, settings, rows, records, args.runs), ensure_ascii=False)
+        if args.json:
+            print(document)
+            return 0
+        json_file.write(document)
+        json_file.close()
     print(f"Suite {suite.name} (module {suite.module_id}), {settings.provider} model {settings.model}, "
           f"{args.runs} run(s)\n")
     print(format_table(rows))
