@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import MappingProxyType
 
 from tutor.risk.tokens import fold_word, marked_form
 
@@ -274,12 +275,18 @@ def compile_phrase(
 @lru_cache(maxsize=8192)
 def _compile(text: str, groups: tuple[tuple[str, tuple[str, ...]], ...],
              equivalents: tuple[tuple[str, ...], ...]) -> CompiledPhrase:
-    parsed_groups = {name: [parse_phrase(m) for m in members] for name, members in groups}
-    sequence = _expand(parse_phrase(text), parsed_groups, _same(equivalents))
+    sequence = _expand(parse_phrase(text), _parsed_groups(groups), _same(equivalents))
     emitter = _Emitter()
     body = emitter.sequence(sequence)
     words, prefixes, _ = _firsts(sequence)
     return CompiledPhrase(re.compile("(?<= )" + body), emitter.marks, frozenset(words), frozenset(prefixes))
+
+
+@lru_cache(maxsize=64)
+def _parsed_groups(groups: tuple[tuple[str, tuple[str, ...]], ...]) -> Mapping[str, tuple[tuple, ...]]:
+    """A vocabulary's word groups parsed once, not once per phrase that is compiled with them
+    (a safety file's ~500 phrases share a few thousand group members)."""
+    return MappingProxyType({name: tuple(parse_phrase(m) for m in members) for name, members in groups})
 
 
 @lru_cache(maxsize=64)
