@@ -90,6 +90,17 @@ def test_a_crisis_at_the_end_of_a_long_message_is_found_in_its_own_window(config
     assert start > len(lesson) // 2  # the evidence points at the end, not the lesson talk
 
 
+@pytest.mark.parametrize("text", UNLISTED_PLANS)
+def test_a_plan_inside_a_long_message_of_lesson_talk_is_still_flagged(config, semantic, text):
+    # A message of several windows needs a little more from each (MANY_WINDOWS): a plan in
+    # plain words still clears it, wherever it sits among ordinary sentences.
+    before = "Thanks for the lesson on sleep, the part about keeping the same wake-up time made sense to me. " * 3
+    after = " Anyway, what was the name of the breathing exercise with the long out-breath? " * 3
+    found = flags(before + text + after, config, semantic)
+    assert "self_harm" in {f.label for f in found}
+    assert any(f.severity == "imminent" for f in found if f.label == "self_harm")
+
+
 def test_an_authors_broken_exemplar_is_reported_with_file_and_line(tmp_path):
     (tmp_path / "exemplars_en.yaml").write_text(
         "exemplars:\n"
