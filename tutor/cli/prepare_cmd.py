@@ -26,22 +26,12 @@ def run_prepare(args: argparse.Namespace) -> int:
     if run_migrate(args):
         return 1
     sys.stdout.flush()  # its line before the next steps' lines on stderr
+    from tutor.cli.safety_cmd import screen_ready
+    from tutor.cli.teach_cmd import teaching_ready
     from tutor.content.modules import load_library
-    from tutor.teach.understanding import warm
 
     started = time.perf_counter()
     library = load_library()
-    semantic = library.semantic
-    if semantic is None:
-        print("tutor prepare: the safety screen has no semantic layer (see the message above; "
-              "`tutor safety check` lists an exemplar bank's problems)", file=sys.stderr)
+    if not screen_ready(library, started, "tutor prepare"):
         return 1
-    print(f"safety screen ready: {len(semantic.classifier.classes)} classes, bank {semantic.version}, "
-          f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
-    started = time.perf_counter()
-    modules = list(library.modules.values())
-    if not warm(modules):
-        print("tutor prepare: the semantic layer is not installed (see the message above)", file=sys.stderr)
-        return 1
-    print(f"teaching ready: {len(modules)} module(s), {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return 0
+    return 0 if teaching_ready(list(library.modules.values()), time.perf_counter(), "tutor prepare") else 1

@@ -140,11 +140,19 @@ def run_prepare(args: argparse.Namespace) -> int:
     from tutor.content.modules import load_library
 
     started = time.perf_counter()
-    semantic = load_library().semantic
+    return 0 if screen_ready(load_library(), started, "tutor safety prepare") else 1
+
+
+def screen_ready(library, started: float, command: str) -> bool:
+    """Say on stderr whether the library's safety screen has its semantic layer (loading it
+    trained the layer, or read it from disk, since `started`)."""
+    import time
+
+    semantic = library.semantic
     if semantic is None:
-        print("tutor safety prepare: no semantic layer (see the message above; `tutor safety check` "
+        print(f"{command}: no semantic layer (see the message above; `tutor safety check` "
               "lists an exemplar bank's problems)", file=sys.stderr)
-        return 1
+        return False
     print(f"safety screen ready: {len(semantic.classifier.classes)} classes, bank {semantic.version}, "
           f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return 0
+    return True

@@ -43,15 +43,24 @@ def run_prepare(args: argparse.Namespace) -> int:
     import time
 
     from tutor.content.modules import load_library
-    from tutor.teach.understanding import warm
 
     started = time.perf_counter()
-    modules = list(load_library(args.modules_dir).modules.values())
+    return 0 if teaching_ready(list(load_library(args.modules_dir).modules.values()), started,
+                               "tutor teach prepare") else 1
+
+
+def teaching_ready(modules: list, started: float, command: str) -> bool:
+    """Build what reading messages by meaning needs for `modules` (tutor.teach.understanding.warm)
+    and say on stderr how it went."""
+    import time
+
+    from tutor.teach.understanding import warm
+
     if not warm(modules):
-        print("tutor teach prepare: the semantic layer is not installed (see the message above)", file=sys.stderr)
-        return 1
+        print(f"{command}: the semantic layer is not installed (see the message above)", file=sys.stderr)
+        return False
     print(f"teaching ready: {len(modules)} module(s), {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return 0
+    return True
 
 
 def _suite_files(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
