@@ -127,10 +127,10 @@ def test_no_turn_runs_to_max_tokens(report):
     whitespace a grammar allows between tokens, runs of one character or of digits) is the
     case the bound does not cover: the tiny model, sampling, sometimes writes one, looping or
     not (a non-repeating run is not `repeated_text`). It may reach the limit only saying so
-    (`truncated`), and is never shown as a lesson. json_object has no such bound: streamed, the repetition watcher
-    cuts a reply that loops (finish_reason "repetition"), but a reply that rambles without
-    repeating can still reach the limit — then it must say so (flag `truncated`), never pass
-    as complete. The prompt strategy on a base model rambles in prose: not judged here."""
+    (`truncated`), and is never shown as a lesson. json_object has no such bound: streamed,
+    the repetition watcher cuts a reply that loops (finish_reason "repetition"), but a reply
+    that rambles without repeating can still reach the limit — then it must say so (flag
+    `truncated`), never pass as complete. The prompt strategy on a base model rambles in prose: not judged here."""
     for turn in report["turns"]:
         if turn["strategy"] == "prompt":
             continue
