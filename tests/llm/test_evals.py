@@ -169,8 +169,10 @@ def test_cli_json_report_against_fake_server(openai_server, monkeypatch, capsys,
                         "TUTOR_LLM_BASE_URL": openai_server.base_url, "TUTOR_MODULES_DIR": str(ROOT / "modules"),
                         "TUTOR_PRICE_INPUT_PER_MTOK": "1"}.items():
         monkeypatch.setenv(name, value)
-    assert main(["eval", "--suite", str(suite), "--strategy", "all", "--json"]) == 0
+    assert main(["eval", "--suite", str(suite), "--strategy", "all", "--json",
+                 "--json-file", str(tmp_path / "report.json")]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8")) == report  # both, when both are asked
     assert [r["strategy"] for r in report["rows"]] == ["prompt", "json_object", "json_schema"]
     assert all(r["turns"] == 2 and r["json_parse"] == 100.0 for r in report["rows"])
     assert report["turns"][0]["attempts"][0]["provider"] == "openai"

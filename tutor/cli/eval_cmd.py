@@ -86,11 +86,12 @@ async def _eval(suite, settings: LLMSettings, args: argparse.Namespace) -> int:
     rows = summarize(records, settings)
     if args.json or json_file:
         document = json.dumps(report_json(suite, settings, rows, records, args.runs), ensure_ascii=False)
+        if json_file:
+            json_file.write(document)
+            json_file.close()
         if args.json:
             print(document)
             return 0
-        json_file.write(document)
-        json_file.close()
     print(f"Suite {suite.name} (module {suite.module_id}), {settings.provider} model {settings.model}, "
           f"{args.runs} run(s)\n")
     print(format_table(rows))
