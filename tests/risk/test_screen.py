@@ -55,6 +55,33 @@ def test_each_kind_of_crisis_is_flagged_with_evidence_on_the_phrase(config, text
         assert e.sha256 == hashlib.sha256(text[e.start:e.end].encode()).hexdigest()
 
 
+@pytest.mark.parametrize("text, evidence", [
+    ("im comitting suicide tonight", "comitting suicide"),
+    ("I am committing suicide", "committing suicide"),
+    ("sometimes i feel like committing suicide", "feel like committing suicide"),
+    ("can somebody please just kill me", "somebody please just kill me"),
+    ("anyone kill me pls", "anyone kill me"),
+    ("what is the quickest way to kill urself", "quickest way to kill urself"),
+    ("I keep googling how to kill myself", "googling how to kill myself"),
+    ("I'm going to gas myself in the car", "gas myself"),
+])
+def test_first_person_suicide_requests_to_be_killed_and_method_questions_are_flagged(config, text, evidence):
+    """Short, plain statements the semantic layer may not read (under four words) or may
+    read weakly: the phrase layer names them, with typos folded ("comitting", "urself")."""
+    flag = only_flag(text, config, "self_harm")
+    assert any(evidence.lower() in e.snippet(text).lower() for e in flag.evidence), flag.evidence
+
+
+@pytest.mark.parametrize("text", [
+    "he committed suicide in the last act of the play",
+    "kill me now, this homework is endless",
+    "my mum will kill me if I miss the bus",
+    "is it true that gas stoves are bad for asthma?",
+])
+def test_the_new_first_person_phrases_leave_third_person_and_idioms_alone(config, text):
+    assert screen(text, config) == []
+
+
 def test_an_overdose_is_both_a_medical_emergency_and_self_harm(config):
     assert set(labels("I took an overdose", config)) == {"medical_emergency", "self_harm"}
     assert set(labels("Tôi vừa uống quá liều thuốc", config)) == {"medical_emergency", "self_harm"}
