@@ -95,9 +95,10 @@ def test_held_out_numbers_do_not_regress(config, path):
 # before any tuning, committed alone, never edited). Floors at what was measured, with two
 # messages of slack (the classifier's arithmetic may differ in the last bits on another CPU):
 #   messages.yaml 196/197 caught, 4/145 false positives
-#   dev.yaml      114/120, 3/120; plans, preparations, means, timing, farewells, attempts 40/42
+#   dev.yaml      114/120, 2/120; plans, preparations, means, timing, farewells, attempts 40/42
 #   dev2.yaml     97/100, 16/100; 25/26 (written later, by someone who saw neither bank nor sets)
-#   holdout.yaml  128/150, 15/150; 34/44 (130/150 before a second label needed exemplars of its own)
+#   holdout.yaml  128/150, 15/150; 35/44 (130/150 before a second label needed exemplars of its own)
+# (Before the low-mood exemplars, exemplars_*-lowmood.yaml: dev 3/120 and holdout 34/44.)
 # (Before the understated exemplars and the Vietnamese negations: 196/197, 4/145; 109/120,
 # 10/120, 37/42; 123/150, 15/150, 32/44.
 # Before the nearest exemplars counted in the score: 192/197, 7/145; 101/120, 12/120, 33/42;
@@ -108,9 +109,9 @@ from tutor.risk.evaluate import DEV2_SET, DEV_SET, HOLDOUT_SET  # noqa: E402
 
 BOTH_LAYERS = {
     DEFAULT_SET: ((196, 197), (4, 145), (0, 0)),
-    DEV_SET: ((114, 120), (3, 120), (40, 42)),
+    DEV_SET: ((114, 120), (2, 120), (40, 42)),
     DEV2_SET: ((97, 100), (16, 100), (25, 26)),
-    HOLDOUT_SET: ((128, 150), (15, 150), (34, 44)),
+    HOLDOUT_SET: ((128, 150), (15, 150), (35, 44)),
 }
 SLACK = 2
 
@@ -145,8 +146,9 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # measured when lesson talk was first learnt as ordinary (before: dev 35, held out 38).
 # The dev files gained 83 questions later (questions_*_more.yaml): re-measured then (25 of 546;
 # before, 19 of 463). With the nearest exemplars in the score: dev 27, held out 20. With the
-# understated crisis exemplars (exemplars_*-understated.yaml): dev 28, held out 24.
-LESSON_TALK = {"dev": (28, 546), "holdout": (24, 531)}
+# understated crisis exemplars (exemplars_*-understated.yaml): dev 28, held out 24. With the
+# low-mood exemplars (exemplars_*-lowmood.yaml): dev 22, held out 25.
+LESSON_TALK = {"dev": (22, 546), "holdout": (25, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))

@@ -64,6 +64,8 @@ def test_each_kind_of_crisis_is_flagged_with_evidence_on_the_phrase(config, text
     ("what is the quickest way to kill urself", "quickest way to kill urself"),
     ("I keep googling how to kill myself", "googling how to kill myself"),
     ("I'm going to gas myself in the car", "gas myself"),
+    ("i feel so low and i feel like i could commit suicide", "feel like i could commit suicide"),
+    ("honestly i rather die than keep living like this", "i rather die"),
 ])
 def test_first_person_suicide_requests_to_be_killed_and_method_questions_are_flagged(config, text, evidence):
     """Short, plain statements the semantic layer may not read (under four words) or may

@@ -75,6 +75,19 @@ def test_look_alikes_and_quick_replies_are_ordinary(config, semantic, text):
     assert flags(text, config, semantic) == [], text
 
 
+@pytest.mark.parametrize("text, crisis", [
+    ("I've felt flat and teary all week and my friends are all busy", False),
+    ("mấy hôm nay mình buồn và hay khóc, chắc tại áp lực thi cử", False),
+    ("I've felt flat and teary all week and honestly I don't want to wake up tomorrow", True),
+    ("mấy hôm nay mình buồn lắm, chỉ muốn ngủ luôn không dậy nữa", True),
+])
+def test_low_mood_is_ordinary_until_it_carries_a_wish_not_to_live(config, semantic, text, crisis):
+    """Sadness, tears and loneliness get the lesson's warm reply, not a crisis check-in
+    (exemplars_*-lowmood.yaml); the same mood with a wish not to wake up is self-harm."""
+    labels = {f.label for f in flags(text, config, semantic)}
+    assert labels == ({"self_harm"} if crisis else set()), text
+
+
 def test_the_modules_own_example_answers_are_ordinary(config, semantic):
     library = load_library()
     answers = [c.example_answer for m in library.modules.values() for t in m.topics for c in t.checks]
