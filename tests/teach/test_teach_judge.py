@@ -161,6 +161,25 @@ def test_a_stated_misconception_caps_the_score_and_is_corrected_kindly(fear):
     assert negated.score == 10
 
 
+@pytest.mark.parametrize("check_id, answer, correction", [
+    ("thoi_quen_manh_nhat", "Quan trọng là đi ngủ cùng một giờ cố định, cuối tuần thì ngủ bù thoải mái cho lại sức.",
+     "lệch múi giờ"),
+    ("thoi_quen_manh_nhat", "di ngu dung gio moi ngay la du, gio day khong quan trong", "mỏ neo"),
+    ("ngu_de_lam_gi", "It's when the brain switches off completely so the body can rest", 'bộ não "tắt"'),
+])
+def test_the_sleep_modules_common_myths_are_capped_and_corrected(library, check_id, answer, correction):
+    """A Vietnamese module's misconceptions, matched with or without diacritics: an answer
+    that states a sleep myth is not mastered, and hears why it is a myth; the example answer
+    still is."""
+    module = library.get("giac_ngu_lanh_manh")
+    check = next(c for t in module.topics for c in t.checks if c.id == check_id)
+    result = judge_builtin(check, answer, language="vi")
+    assert result.score <= MISCONCEPTION_CAP and not is_mastered(check, result), result
+    assert correction in result.feedback
+    good = judge_builtin(check, check.example_answer, language="vi")
+    assert is_mastered(check, good) and correction not in good.feedback
+
+
 def test_a_list_of_keywords_is_not_an_explanation(sample):
     _, levels = sample.find_check("three_levels_linked")
     dump = judge_builtin(levels, "physical, mental, behavioural, feed each other, linked, cycle, trigger, affect")
