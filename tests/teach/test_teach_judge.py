@@ -180,6 +180,23 @@ def test_the_sleep_modules_common_myths_are_capped_and_corrected(library, check_
     assert is_mastered(check, good) and correction not in good.feedback
 
 
+@pytest.mark.parametrize("check_id, answer, correction", [
+    ("tense_and_release", "You relax it first and then tense it hard, one muscle group after another.",
+     "tense first, then let go"),
+    ("three_levels_linked", "Body, thoughts and behaviour, but they are completely separate so one can't affect another.",
+     "linked, not separate"),
+    ("when_it_is_a_problem", "It's a problem when it fits the situation, otherwise it's fine.", "It's the other way round"),
+])
+def test_an_idea_stated_the_wrong_way_round_is_capped_and_corrected(sample, check_id, answer, correction):
+    """Reversed ideas the key words alone would credit: the check's misconceptions name them."""
+    _, check = sample.find_check(check_id)
+    result = judge_builtin(check, answer)
+    assert result.score <= MISCONCEPTION_CAP and not is_mastered(check, result), result
+    assert correction in result.feedback
+    example = judge_builtin(check, check.example_answer)
+    assert is_mastered(check, example) and correction not in example.feedback
+
+
 def test_a_list_of_keywords_is_not_an_explanation(sample):
     _, levels = sample.find_check("three_levels_linked")
     dump = judge_builtin(levels, "physical, mental, behavioural, feed each other, linked, cycle, trigger, affect")

@@ -70,12 +70,13 @@ def test_retrieval_holds_its_measured_numbers(library, name):
 
 # The built-in judge on each set: (within band, good answers at mastery, wrong, swapped or
 # gaming answers at mastery at most).
-# The sleep module's rows re-measured with its misconceptions (before: dev 30, 10, 2; held out 35).
+# Re-measured with more misconceptions: the sleep module's (before: dev 30, 10, 2; held out
+# 35) and the anxiety module's reversed ideas (before: dev 71, 28, 4; held out 78, 30, 5).
 JUDGE = {
     "answers.yaml": (78, 26, 0),
-    "dev/answers_understanding_anxiety.yaml": (71, 28, 4),
+    "dev/answers_understanding_anxiety.yaml": (75, 28, 2),
     "dev/answers_giac_ngu_lanh_manh.yaml": (32, 10, 0),
-    "holdout/answers_understanding_anxiety.yaml": (79, 31, 5),
+    "holdout/answers_understanding_anxiety.yaml": (79, 30, 5),
     "holdout/answers_giac_ngu_lanh_manh.yaml": (36, 11, 2),
 }
 # What a message is doing, read by meaning: (right, messages).
