@@ -31,11 +31,25 @@ source scripts/env.sh
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest "$@"
 fi
-# The whole suite in two runs: the core tier in two processes (pytest-xdist; its tests share
-# no port, database, Redis key or file: each makes its own), then the real-model and browser
-# tiers in one process (they start llama-server, the app and chromium on fixed resources).
-# Both always run, so one report shows every failure.
+# The whole suite in three runs. The real-model tier first, alone: llama-server keeps both
+# cores busy. Then the core tier (two processes, pytest-xdist; its tests share no port,
+# database, Redis key or file: each makes its own) beside the browser tier, which spends most
+# of its time waiting on the app, the page and the network (one process: one app at a time
+# builds into .web). The core tier's report is printed when it ends, after the browser tier's
+# progress, so the two never interleave. All three always run, so one report shows every
+# failure.
 status=0
-.venv/bin/python -m pytest -n 2 --ignore=tests/browser --ignore=tests/real || status=$?
-.venv/bin/python -m pytest tests/real tests/browser || status=$?
+.venv/bin/python -m pytest tests/real || status=$?
+core_log="$(mktemp)"
+.venv/bin/python -m pytest -n 2 --ignore=tests/browser --ignore=tests/real >"$core_log" 2>&1 &
+core_pid=$!
+trap 'kill "$core_pid" 2>/dev/null || true' EXIT  # never leave it running if this script is stopped
+.venv/bin/python -m pytest tests/browser || status=$?
+core_status=0
+wait "$core_pid" || core_status=$?
+echo
+echo "=== core tier (run beside the browser tier) ==="
+cat "$core_log"
+rm -f "$core_log"
+[ "$core_status" = 0 ] || status=$core_status
 exit "$status"
