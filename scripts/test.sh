@@ -47,6 +47,7 @@ trap 'kill "$core_pid" 2>/dev/null || true' EXIT  # never leave it running if th
 .venv/bin/python -m pytest tests/browser || status=$?
 core_status=0
 wait "$core_pid" || core_status=$?
+trap - EXIT
 echo
 echo "=== core tier (run beside the browser tier) ==="
 cat "$core_log"

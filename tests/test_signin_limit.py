@@ -350,6 +350,19 @@ def test_a_try_that_checked_nothing_is_given_back():
     assert refused(limit).code == "throttled"
 
 
+def test_a_worker_whose_clock_runs_behind_never_shows_a_wait_longer_than_the_day(namespace, monkeypatch):
+    """Two workers share the count in Redis. The second's clock is 30 s behind the first's (or
+    it read the time just before a busy pause, while the first counted): the wait it shows is
+    still at most the window, never "1441 minutes" for a day."""
+    first = SignupLimit(per_day=1, redis_url=REDIS_URL, namespace=namespace)
+    assert isinstance(first.attempt("1.2.3.4"), str)
+    behind = type("Clock", (), {"time": staticmethod(lambda: time.time() - 30), "monotonic": time.monotonic})
+    monkeypatch.setattr(signin_limit, "time", behind)
+    second = SignupLimit(per_day=1, redis_url=REDIS_URL, namespace=namespace)
+    wait = second.attempt("1.2.3.4")
+    assert isinstance(wait, Refusal) and 23 * 3600 < wait.wait_s <= 24 * 3600 and wait.minutes <= 24 * 60
+
+
 @pytest.mark.parametrize("where", ["memory", "redis"])
 def test_sign_ups_per_address_and_day(where, namespace):
     limit = SignupLimit(per_day=5, redis_url=REDIS_URL if where == "redis" else None, namespace=namespace)

@@ -53,7 +53,9 @@ MEMORY_KEYS_MAX = 100_000
 _UNREACHABLE = object()  # what a call to Redis returns when Redis could not answer
 
 # KEYS[1]: the count's key. ARGV: now (s), window (s), limit, this attempt's id.
-# Returns {1, 0} when the attempt is counted, else {0, seconds until the oldest leaves}.
+# Returns {1, 0} when the attempt is counted, else {0, seconds until the oldest leaves}: at
+# most the window, though a worker's time may be older than an attempt counted before it
+# (another worker's clock ahead, or this one paused between reading the time and the call).
 _TAKE = """
 local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
@@ -63,7 +65,7 @@ if redis.call('ZCARD', KEYS[1]) < limit then
   return {1, '0'}
 end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {0, tostring(tonumber(oldest[2]) + window - now)}
+return {0, tostring(math.min(window, tonumber(oldest[2]) + window - now))}
 """
 
 
