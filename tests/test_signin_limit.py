@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 import redis
@@ -356,8 +357,7 @@ def test_a_worker_whose_clock_runs_behind_never_shows_a_wait_longer_than_the_day
     still at most the window, never "1441 minutes" for a day."""
     first = SignupLimit(per_day=1, redis_url=REDIS_URL, namespace=namespace)
     assert isinstance(first.attempt("1.2.3.4"), str)
-    behind = type("Clock", (), {"time": staticmethod(lambda: time.time() - 30), "monotonic": time.monotonic})
-    monkeypatch.setattr(signin_limit, "time", behind)
+    monkeypatch.setattr(signin_limit, "time", SimpleNamespace(time=lambda: time.time() - 30, monotonic=time.monotonic))
     second = SignupLimit(per_day=1, redis_url=REDIS_URL, namespace=namespace)
     wait = second.attempt("1.2.3.4")
     assert isinstance(wait, Refusal) and 23 * 3600 < wait.wait_s <= 24 * 3600 and wait.minutes <= 24 * 60

@@ -161,39 +161,32 @@ def test_a_stated_misconception_caps_the_score_and_is_corrected_kindly(fear):
     assert negated.score == 10
 
 
-@pytest.mark.parametrize("check_id, answer, correction", [
-    ("thoi_quen_manh_nhat", "Quan trọng là đi ngủ cùng một giờ cố định, cuối tuần thì ngủ bù thoải mái cho lại sức.",
-     "lệch múi giờ"),
-    ("thoi_quen_manh_nhat", "di ngu dung gio moi ngay la du, gio day khong quan trong", "mỏ neo"),
-    ("ngu_de_lam_gi", "It's when the brain switches off completely so the body can rest", 'bộ não "tắt"'),
-])
-def test_the_sleep_modules_common_myths_are_capped_and_corrected(library, check_id, answer, correction):
-    """A Vietnamese module's misconceptions, matched with or without diacritics: an answer
-    that states a sleep myth is not mastered, and hears why it is a myth; the example answer
-    still is."""
-    module = library.get("giac_ngu_lanh_manh")
-    check = next(c for t in module.topics for c in t.checks if c.id == check_id)
-    result = judge_builtin(check, answer, language="vi")
-    assert result.score <= MISCONCEPTION_CAP and not is_mastered(check, result), result
-    assert correction in result.feedback
-    good = judge_builtin(check, check.example_answer, language="vi")
-    assert is_mastered(check, good) and correction not in good.feedback
-
-
-@pytest.mark.parametrize("check_id, answer, correction", [
-    ("tense_and_release", "You relax it first and then tense it hard, one muscle group after another.",
-     "tense first, then let go"),
-    ("three_levels_linked", "Body, thoughts and behaviour, but they are completely separate so one can't affect another.",
+@pytest.mark.parametrize("module_id, check_id, answer, correction", [
+    ("giac_ngu_lanh_manh", "thoi_quen_manh_nhat",
+     "Quan trọng là đi ngủ cùng một giờ cố định, cuối tuần thì ngủ bù thoải mái cho lại sức.", "lệch múi giờ"),
+    ("giac_ngu_lanh_manh", "thoi_quen_manh_nhat", "di ngu dung gio moi ngay la du, gio day khong quan trong",
+     "mỏ neo"),
+    ("giac_ngu_lanh_manh", "ngu_de_lam_gi", "It's when the brain switches off completely so the body can rest",
+     'bộ não "tắt"'),
+    ("understanding_anxiety", "tense_and_release",
+     "You relax it first and then tense it hard, one muscle group after another.", "tense first, then let go"),
+    ("understanding_anxiety", "three_levels_linked",
+     "Body, thoughts and behaviour, but they are completely separate so one can't affect another.",
      "linked, not separate"),
-    ("when_it_is_a_problem", "It's a problem when it fits the situation, otherwise it's fine.", "It's the other way round"),
+    ("understanding_anxiety", "when_it_is_a_problem", "It's a problem when it fits the situation, otherwise it's fine.",
+     "It's the other way round"),
 ])
-def test_an_idea_stated_the_wrong_way_round_is_capped_and_corrected(sample, check_id, answer, correction):
-    """Reversed ideas the key words alone would credit: the check's misconceptions name them."""
-    _, check = sample.find_check(check_id)
-    result = judge_builtin(check, answer)
+def test_a_common_myth_or_an_idea_the_wrong_way_round_is_capped_and_corrected(library, module_id, check_id, answer,
+                                                                               correction):
+    """Ideas the key words alone would credit: the sleep module's myths (matched with or
+    without diacritics) and the anxiety module's reversed ideas are the checks'
+    misconceptions. Such an answer is not mastered and hears why; the example answer is."""
+    module = library.get(module_id)
+    check = next(c for t in module.topics for c in t.checks if c.id == check_id)
+    result = judge_builtin(check, answer, language=module.language)
     assert result.score <= MISCONCEPTION_CAP and not is_mastered(check, result), result
     assert correction in result.feedback
-    example = judge_builtin(check, check.example_answer)
+    example = judge_builtin(check, check.example_answer, language=module.language)
     assert is_mastered(check, example) and correction not in example.feedback
 
 
