@@ -67,6 +67,7 @@ def test_each_kind_of_crisis_is_flagged_with_evidence_on_the_phrase(config, text
     ("i feel so low and i feel like i could commit suicide", "feel like i could commit suicide"),
     ("honestly i rather die than keep living like this", "i rather die"),
     ("I keep thinking about jumping off the bridge on my way home", "jumping off the bridge"),
+    ("why finish the course when i dont plan on being around much longer", "dont plan on being around much longer"),
 ])
 def test_first_person_suicide_requests_to_be_killed_and_method_questions_are_flagged(config, text, evidence):
     """Short, plain statements the semantic layer may not read (under four words) or may
@@ -81,6 +82,7 @@ def test_first_person_suicide_requests_to_be_killed_and_method_questions_are_fla
     "my mum will kill me if I miss the bus",
     "is it true that gas stoves are bad for asthma?",
     "we were thinking about jumping off the pier into the sea this summer",
+    "I don't plan on staying around the office much longer, I'm changing jobs",
 ])
 def test_the_new_first_person_phrases_leave_third_person_and_idioms_alone(config, text):
     assert screen(text, config) == []

@@ -88,6 +88,23 @@ def test_low_mood_is_ordinary_until_it_carries_a_wish_not_to_live(config, semant
     assert labels == ({"self_harm"} if crisis else set()), text
 
 
+@pytest.mark.parametrize("text, crisis", [
+    ("My uncle told us about his years in the navy and the storm where he thought the ship would sink", False),
+    ("ông bà mình vừa chia đất cho các con, ông bà vẫn khỏe, bảo chia sớm cho khỏi lo", False),
+    ("I gave my dog to my neighbour and wrote letters to my family, they won't need to worry about me after tonight",
+     True),
+    ("mình đã gửi con mèo cho bạn nuôi và viết thư cho bố mẹ rồi, sau tối nay không ai phải lo cho mình nữa", True),
+])
+def test_life_events_told_with_their_reason_are_ordinary_and_a_final_reason_is_not(config, semantic, text, crisis):
+    """A war story, land shared out by healthy grandparents (exemplars_*-lifecontext.yaml)
+    are ordinary; pets given away and letters written with no one left to worry "after
+    tonight" are a preparation, whose reply comes first."""
+    found = flags(text, config, semantic)
+    assert {f.label for f in found} == ({"self_harm"} if crisis else set()), text
+    if crisis:
+        assert [f.severity for f in found] == ["imminent"]
+
+
 def test_the_modules_own_example_answers_are_ordinary(config, semantic):
     library = load_library()
     answers = [c.example_answer for m in library.modules.values() for t in m.topics for c in t.checks]
