@@ -1,5 +1,6 @@
 """The offline screen, both layers: listed phrases (tutor.risk.screen) and meaning
-(tutor.risk.semantic). It needs no model server and runs on every learner message.
+(tutor.risk.semantic), and a message of emoji alone read by its symbols (tutor.risk.emoji).
+It needs no model server and runs on every learner message.
 
     flags = offline_screen(text, config, semantic)            # in a thread or a CLI
     flags = await offline_screen_async(text, config, semantic) # embeds off the event loop
@@ -20,11 +21,12 @@ from __future__ import annotations
 import dataclasses
 
 from tutor.risk.config import SafetyConfig
+from tutor.risk.emoji import emoji_flags
 from tutor.risk.screen import RiskFlag, screen_with_idioms
 from tutor.risk.semantic import Reading, SemanticScreen
 from tutor.understand import embed_async, embedder
 
-__all__ = ["offline_screen", "offline_screen_async", "read_by_meaning"]
+__all__ = ["listed", "offline_screen", "offline_screen_async", "read_by_meaning"]
 
 
 BOTH = "offline+semantic"
@@ -58,15 +60,22 @@ def read_by_meaning(text: str, semantic: SemanticScreen, idioms=()) -> Reading:
     return semantic.read(text, embedder().embed([text[a:b] for a, b in spans]), spans, idioms)
 
 
+def listed(text: str, config: SafetyConfig) -> tuple[list[RiskFlag], list[tuple[int, int]]]:
+    """The phrase layer's flags (with a message of emoji alone read by its symbols) and the
+    spans its authored idioms and negations matched."""
+    flags, idioms = screen_with_idioms(text, config)
+    return flags + emoji_flags(text, config.labels), idioms
+
+
 def offline_screen(text: str, config: SafetyConfig, semantic: SemanticScreen | None) -> list[RiskFlag]:
-    phrase_flags, idioms = screen_with_idioms(text, config)
+    phrase_flags, idioms = listed(text, config)
     reading = Reading([]) if semantic is None else read_by_meaning(text, semantic, idioms)
     return _combine(phrase_flags, reading)
 
 
 async def offline_screen_async(text: str, config: SafetyConfig,
                                semantic: SemanticScreen | None) -> list[RiskFlag]:
-    phrase_flags, idioms = screen_with_idioms(text, config)
+    phrase_flags, idioms = listed(text, config)
     if semantic is None or not text.strip():
         return _combine(phrase_flags, Reading([]))
     spans = semantic.windows(text)
