@@ -115,6 +115,7 @@ def test_pills_with_drink_and_bleeding_that_goes_on_are_medical_emergencies(conf
     "why do panic attacks feel like dying?",
     "I cut myself a slice of cake",
     "My boss will kill me if I'm late",
+    "my little sister absolutely thrashed me at monopoly on sunday",
     "I walked 3 kms today",
     "Why do I feel like I can't breathe when I get anxious?",
     "Mệt chết đi được!",
@@ -132,6 +133,11 @@ def test_pills_with_drink_and_bleeding_that_goes_on_are_medical_emergencies(conf
 ])
 def test_idioms_negations_and_topic_questions_are_not_crises(config, text):
     assert screen(text, config) == []
+
+
+def test_a_game_lost_is_an_idiom_but_a_beating_at_home_is_not(config):
+    assert screen("my brother beat me really badly at chess yesterday", config) == []
+    assert labels("my brother beat me really badly at home yesterday", config) == ["abuse"]
 
 
 def test_the_longer_reading_wins_over_a_negation_inside_it(config):
