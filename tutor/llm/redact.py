@@ -14,17 +14,22 @@ from typing import Any
 __all__ = ["install_log_scrubber", "register_secret", "scrub", "scrub_data"]
 
 # Secrets that must never reach a log line: bearer tokens, provider keys, key-like query
-# parameters and headers, and the password part of a URL (user:password@host).
+# parameters and headers, and the password part of a URL (user:password@host). Each pattern
+# comes with the words it cannot match without (as _folded writes them): a text holding none
+# of them is not searched with it. A streamed reply is scrubbed each time the page's preview reads it,
+# and most text holds none of them.
 _SECRETS = [
     (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:basic|bearer)\s+)?[A-Za-z0-9._~+/=-]+"),
-     r"\1***"),
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{6,}"), "Bearer ***"),
-    (re.compile(r"\b(sk|rk)-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{6,}"), r"\1-***"),
+     r"\1***", ("authorization",)),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{6,}"), "Bearer ***", ("bearer",)),
+    (re.compile(r"\b(sk|rk)-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{6,}"), r"\1-***", ("sk-", "rk-")),
     (re.compile(r"(?i)\b((?:x-)?api[-_]?key|access[-_]?token|auth[-_]?token|client[-_]?secret|secret|"
-                r"password|passwd|token)(\s*[=:]\s*|[\"']\s*:\s*[\"'])([^\s&\"',;]{3,})"), r"\1\2***"),
-    (re.compile(r"(?i)([?&](?:key|token|sig|signature)=)[^&\s#\"']+"), r"\1***"),
+                r"password|passwd|token)(\s*[=:]\s*|[\"']\s*:\s*[\"'])([^\s&\"',;]{3,})"), r"\1\2***",
+     ("api", "access", "auth", "secret", "passw", "token")),
+    (re.compile(r"(?i)([?&](?:key|token|sig|signature)=)[^&\s#\"']+"), r"\1***",
+     ("key=", "token=", "sig=", "signature=")),
     # Greedy to the last "@" of the authority: a password may itself hold an "@".
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s]+@"), r"\1:***@"),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s]+@"), r"\1:***@", ("://",)),
 ]
 
 # Environment variables whose values are secrets wherever they turn up, e.g. an endpoint
@@ -63,9 +68,19 @@ def scrub(text: str, secrets: list[str] | None = None) -> str:
     for secret in _known_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, "***")
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
+    folded = _folded(text)
+    for pattern, replacement, needs in _SECRETS:
+        if any(word in folded for word in needs):
+            text = pattern.sub(replacement, text)
+            folded = _folded(text)
     return text
+
+
+def _folded(text: str) -> str:
+    """`text` as the patterns' case-blind matching sees it, for the words they need: every
+    character a pattern matches as "s" or "k" ("ſ", the kelvin sign) folds to it, and so do
+    "İ" and "ı" to "i"."""
+    return text.casefold().replace("\u0307", "").replace("\u0131", "i")
 
 
 def scrub_data(value: Any, secrets: list[str] | None = None) -> Any:
