@@ -17,7 +17,7 @@ from tutor.progress import (
     reconcile,
     shown_topics,
 )
-from tutor.teach.intent import asks, classify
+from tutor.teach.intent import classify
 from tutor.teach.check_plan import plan_check
 from tutor.teach.teaching import CheckHistory, mastered_from
 
@@ -89,21 +89,6 @@ def test_mastered_never_decreases_and_unknown_ids_are_ignored():
 ])
 def test_free_text_right_after_a_check_is_the_answer_unless_plainly_something_else(text, check_open, intent):
     assert classify(text, check_open=check_open) == intent
-
-
-@pytest.mark.parametrize("text, asking", [
-    ("is it bad to nap after lunch", True),
-    ("ok, and how long should the out-breath be", True),
-    ("sorry, can you explain the cycle once more", True),
-    ("ngủ trưa có sao không", True),
-    ("vậy thức khuya là xấu hả", True),
-    ("thuc khuya anh huong the nao", True),
-    ("breathing out slower than breathing in", False),
-    ("dậy cùng một giờ mỗi sáng", False),
-    ("giu gio thuc day co dinh", False),
-])
-def test_a_message_asks_by_its_words_not_only_by_a_question_mark(text, asking):
-    assert asks(text) is asking
 
 
 def _plan(state, history=CheckHistory(), intent="navigate", answered=None, goto=None, detected=()):

@@ -100,19 +100,6 @@ def test_a_weak_answer_keeps_the_check_open_and_a_second_try_can_master_it(engin
     assert [a.score for a in attempts(store)][1] == 10 and attempts(store)[0].score < NUTSHELL.threshold
 
 
-def test_a_bare_phrase_after_a_check_is_judged_and_a_question_without_a_mark_is_answered(engine, store):
-    # No question mark either way: "a normal alarm ..." has no question word or opening
-    # auxiliary, so it is the answer (the classifier alone called it a question); "before I
-    # answer, does ..." asks, so the check waits and nothing is judged.
-    conv = run(engine.open("di", MODULE))
-    run(engine.send(conv.id, LearnerInput(text="Continue")))
-    asked = run(engine.send(conv.id, LearnerInput(text="before I answer, does everyone feel anxious sometimes")))
-    assert attempts(store) == [] and "check-anxiety_in_a_nutshell" in form_ids(asked)
-    run(engine.send(conv.id, LearnerInput(text="a normal alarm for a threat that may come")))
-    [row] = attempts(store)
-    assert row.check_id == "anxiety_in_a_nutshell"
-
-
 def test_moving_on_skips_the_check_and_it_comes_back_once_everything_is_seen(engine):
     conv = run(engine.open("cy", MODULE))
     run(engine.send(conv.id, LearnerInput(text="Continue")))

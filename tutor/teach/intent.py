@@ -10,11 +10,9 @@ ready for what might go wrong" is an answer that happens to start with "yes".
 
 from __future__ import annotations
 
-import re
-
 from tutor.text import words
 
-__all__ = ["RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "asks", "classify"]
+__all__ = ["RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "classify"]
 
 SHORT_WORDS = 8
 SKIP_REPLY = "Skip this check"
@@ -27,31 +25,6 @@ _RETRY_PHRASES = ("try again", "another go", "another try", "one more try", "let
                   "ask me again", "thu lai")
 _MOVING_FIRST = frozenset("""continue next ok okay sure go ready done tell show explain review more teach
 keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: tiếp, kể, xem (folded)
-
-
-# What makes a message a question or a request for teaching, besides a question mark, in words
-# folded to plain letters: a question word anywhere, an auxiliary that opens it ("is it
-# normal"), a request ("tell me", "explain"); in Vietnamese a question word, or a final
-# particle ("... có sao không", "... được chưa", "... hả").
-_ASKING = frozenset("""what whats why how hows when where who whom whose which wonder explain tell meaning mean
-confused understand sao gi nao dau ai bao hieu giai nghia thich""".split())
-_OPENING = frozenset("""is are was were do does did can could should would will am isnt arent doesnt dont didnt
-cant couldnt shouldnt wouldnt has have hasnt havent may might must co""".split())
-_CLOSING = frozenset("khong ko k hong chua ha hả nhi nhe a ak ah vay the".split())
-
-
-def asks(text: str) -> bool:
-    """The message is worded as a question or a request for teaching ("why do I wake at 3am",
-    "is it normal to dream every night", "before I answer, does everyone...", "ngủ trưa có sao không", "explain the cycle"); a
-    bare claim or phrase is not ("same wake-up time every day", "đi ngủ sớm")."""
-    raw = text or ""
-    if "?" in raw or "\uff1f" in raw:
-        return True
-    found = words(raw)
-    if not found:
-        return False
-    opening = {clause[0] for clause in map(words, re.split(r"[,;:.!\n]", raw)) if clause}
-    return bool(set(found) & _ASKING or opening & _OPENING) or found[-1] in _CLOSING
 
 
 def classify(text: str | None, *, check_open: bool) -> str:

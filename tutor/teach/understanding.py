@@ -7,10 +7,7 @@ share, chat unrelated to learning, or a medical question. The module decides the
 
 - with a check open, a statement is the learner's answer; so is a message the classifier
   calls a share or chat whose meaning is close to the check (its question, key points and
-  example answer) — "my heart pounds and I sweat" answers "what happens in your body?" —
-  and one it calls a question that is not worded as one (no question mark, question word,
-  opening auxiliary or closing particle: tutor.teach.intent.asks) — "same wake-up time
-  every day";
+  example answer) — "my heart pounds and I sweat" answers "what happens in your body?";
 - a question, a share or a statement the topic reader places outside the module
   (tutor.teach.meaning) is off topic, and so is chat, unless the topic reader is sure it is
   about one of the module's topics ("What is GAD?");
@@ -30,7 +27,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tutor.teach.intent import asks
 from tutor.teach.intent import classify as classify_by_rules
 from tutor.teach.meaning import Found, ModuleVectors, check_text, find, warm_vectors
 from tutor.teach.retrieval import warm as warm_words
@@ -109,8 +105,6 @@ class IntentReader:
         if check_vector is not None:
             close = float(vector @ check_vector)
             if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE):
-                return Reading("answer", act, confidence)
-            if act == "question" and not asks(text):  # a bare phrase after a check is its answer
                 return Reading("answer", act, confidence)
         if act == "chat" and topic_share < TOPIC_SURE:
             return Reading("off_topic", act, confidence)
