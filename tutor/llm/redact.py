@@ -16,8 +16,8 @@ __all__ = ["install_log_scrubber", "register_secret", "scrub", "scrub_data"]
 # Secrets that must never reach a log line: bearer tokens, provider keys, key-like query
 # parameters and headers, and the password part of a URL (user:password@host). Each pattern
 # comes with the words it cannot match without (as _folded writes them): a text holding none
-# of them is not searched with it. A streamed reply is scrubbed each time the page's preview reads it,
-# and most text holds none of them.
+# of them is not searched with it. A streamed reply is scrubbed each time the page's preview
+# reads it, and most text holds none of them.
 _SECRETS = [
     (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:basic|bearer)\s+)?[A-Za-z0-9._~+/=-]+"),
      r"\1***", ("authorization",)),

@@ -57,7 +57,7 @@ def emoji_flags(text: str, labels: Collection[str]) -> list[RiskFlag]:
     severity = ""
     if symbols & MEANS and symbols & (DEATH | BLOOD | SELF):
         severity = "imminent"
-    elif symbols & DEATH and symbols & SELF or symbols & ENDING and symbols & SAD:
+    elif (symbols & DEATH and symbols & SELF) or (symbols & ENDING and symbols & SAD):
         severity = "serious"
     if not severity:
         return []

@@ -25,9 +25,9 @@ reply so far is read at most once every `min_look` seconds: a model streaming a 
 event would otherwise have it scrubbed and parsed again for every token. The defaults read
 and send about six times a second whatever is new (the text grows visibly at least five
 times a second while the model writes; socket_bench: 12 frames a turn instead of 14, and
-less CPU), and every event is read until the first text is shown, so that comes at once. When the
-reply is final, `clear()` empties exactly the slots that were used and the stored reply
-joins its turn bucket; the preview never outlives the reply that replaces it.
+less CPU), and every event is read until the first text is shown, so that comes at once.
+When the reply is final, `clear()` empties exactly the slots that were used and the stored
+reply joins its turn bucket; the preview never outlives the reply that replaces it.
 """
 
 from __future__ import annotations
@@ -141,8 +141,9 @@ class StreamFeed:
 
     def push(self, raw: str, *, force: bool = False) -> dict[str, Any]:
         now = self.clock()
-        started = self._last != float("-inf")  # until the first text is shown, every event is read
-        if not force and started and (now - self._last < self.min_interval or now - self._looked < self.min_look):
+        started = self._last != float("-inf")  # until the first update, every event is read
+        if not force and started and (now - self._last < self.min_interval
+                                      or now - self._looked < self.min_look):
             return {}
         self._looked = now
         # A key the model echoes is never shown, not even for a moment (tutor.llm.redact.scrub).
