@@ -218,6 +218,16 @@ def test_a_message_sent_while_the_tutor_answers_gets_its_own_reply(engine, store
     assert [r.reply_to_seq for r in replies] == [None, first.learner.seq, second.learner.seq]
 
 
+def test_a_tab_behind_the_conversation_gets_it_and_a_tab_up_to_date_gets_nothing(engine, store):
+    conv = run(engine.open("hal", MODULE))
+    seen = max(m.id for m in rows(store, conv.id))
+    assert run(engine.view_if_newer(conv.id, seen)) is None  # up to date: one small query, no view
+    run(engine.send(conv.id, LearnerInput(text="Continue")))  # another tab moves the conversation on
+    caught_up = run(engine.view_if_newer(conv.id, seen))
+    assert caught_up is not None and max(m.id for m in caught_up.messages) > seen
+    assert run(engine.view_if_newer(10**6, 0)) is None  # no such conversation: nothing newer
+
+
 def test_reopening_sees_a_reply_still_owed_even_when_it_is_not_the_last_message(engine):
     conv = run(engine.open("gus", MODULE))
     assert not run(engine.open("gus", MODULE)).awaiting_reply

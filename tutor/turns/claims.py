@@ -140,6 +140,7 @@ _OPENING_REPLY = Statement(select(_MESSAGES.c.id)
                            .where(_MESSAGES.c.conversation_id == bindparam("b_conv"), _MESSAGES.c.role == "tutor",
                                   _MESSAGES.c.reply_to_seq.is_(None))
                            .limit(1))
+_NEWEST = Statement(select(func.max(_MESSAGES.c.id)).where(_MESSAGES.c.conversation_id == bindparam("b_conv")))
 
 
 def _take(db: Connection, conversation_id: int, seq: int, lease_s: float, holder: str) -> bool:
@@ -165,8 +166,8 @@ def _reply_id(db: Connection, conversation_id: int, seq: int) -> int | None:
 
 def newest_message_id(store: Store, conversation_id: int) -> int | None:
     """The id of the conversation's newest message: a page that lacks it is behind."""
-    with store.session() as s:
-        return s.exec(select(func.max(Message.id)).where(Message.conversation_id == conversation_id)).first()
+    with store.connect(read_only=True) as db:  # after every turn of every tab: on the driver's cursor
+        return _NEWEST.run(db, {"b_conv": conversation_id}).scalar()
 
 
 def holder_of(store: Store, conversation_id: int, seq: int) -> tuple[str, bool] | None:
