@@ -137,7 +137,7 @@ def test_a_slow_model_s_text_grows_on_the_page_at_least_five_times_a_second():
 
 def test_a_reply_rewritten_midway_starts_its_pieces_over():
     now = [0.0]
-    feed = StreamFeed(clock=lambda: now[0], min_interval=0, min_chars=1, min_look=0)
+    feed = StreamFeed(clock=lambda: now[0], min_interval=0, min_look=0)
     page = Page()
     page.apply(feed.push('{"content": {"text_blocks": [{"type": "paragraph", "content": "Hello wor'))
     page.apply(feed.push('{"content": {"text_blocks": [{"type": "paragraph", "content": "Help'))

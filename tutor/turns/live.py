@@ -19,13 +19,12 @@ The reply being written is split further, so that each update carries only what 
 - `stream_media`, `stream_forms` (an outline: title and field labels), `stream_suggestions`
   and `stream_prompt`: once complete and valid, each sent when it changes.
 
-Updates are throttled: at most one every `min_interval` seconds, and a text-only update
-waits until it carries at least `min_chars` new characters (or `max_wait` has passed). The
-reply so far is read at most once every `min_look` seconds: a model streaming a token per
-event would otherwise have it scrubbed and parsed again for every token. The defaults read
-and send about six times a second whatever is new (the text grows visibly at least five
-times a second while the model writes; socket_bench: 12 frames a turn instead of 14, and
-less CPU), and every event is read until the first text is shown, so that comes at once.
+Updates are throttled: at most one every `min_interval` seconds, carrying whatever is new.
+The reply so far is read at most once every `min_look` seconds: a model streaming a token
+per event would otherwise have it scrubbed and parsed again for every token. The defaults
+read and send about six times a second (the text grows visibly at least five times a
+second while the model writes; socket_bench: 12 frames a turn instead of 14, and less CPU),
+and every event is read until the first update, so the first text comes at once.
 When the reply is final, `clear()` empties exactly the slots that were used and the stored
 reply joins its turn bucket; the preview never outlives the reply that replaces it.
 """
@@ -118,14 +117,10 @@ class StreamFeed:
         self,
         *,
         min_interval: float = 0.15,
-        min_chars: int = 1,
-        max_wait: float = 0.15,
         min_look: float = 0.15,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.min_interval = min_interval
-        self.min_chars = min_chars
-        self.max_wait = max_wait
         self.min_look = min_look
         self.clock = clock
         self._last = self._looked = float("-inf")  # last update sent; last read of the reply
@@ -147,7 +142,7 @@ class StreamFeed:
             return {}
         self._looked = now
         # A key the model echoes is never shown, not even for a moment (tutor.llm.redact.scrub).
-        updates = self._diff(preview(scrub(raw)), force or now - self._last >= self.max_wait)
+        updates = self._diff(preview(scrub(raw)))
         if updates:
             self._last = now
         return updates
@@ -161,7 +156,7 @@ class StreamFeed:
         self._reset_counters()
         return updates
 
-    def _diff(self, p: Preview, flush: bool) -> dict[str, Any]:
+    def _diff(self, p: Preview) -> dict[str, Any]:
         updates: dict[str, Any] = {}
         blocks = p.blocks[:STREAM_BLOCKS]
         while self._done < len(blocks) and blocks[self._done].complete:
@@ -177,8 +172,7 @@ class StreamFeed:
             if not text.startswith(self._text):  # rewritten (rare): start its pieces over
                 self._start_growing(updates, keep_type=True)
             new = text[len(self._text):]
-            worth_it = flush or bool(updates) or len(new) >= self.min_chars or not self._text
-            if new and worth_it and self._tails < STREAM_TAILS:
+            if new and self._tails < STREAM_TAILS:
                 updates[f"stream_tail_{self._tails}"] = new
                 self._tails += 1
                 self._text = text
