@@ -248,3 +248,33 @@ def test_replies_come_in_the_language_asked_for(config):
         for language in config.languages:
             blocks = config.reply_for(label, language)
             assert blocks and all(b.type in {"paragraph", "warning", "list", "info"} for b in blocks)
+
+
+@pytest.mark.parametrize("text, evidence", [
+    ("Please look after my two rabbits once I'm gone, ok? Sorry.", None),
+    ("Take care of my little brother for me when I'm gone", "Take care of my little brother for me when I'm gone"),
+    ("This is my final message. Please don't come looking for me.", "This is my final message"),
+    ("I'm sat in my car with the engine running and the garage door down", "sat in my car with the engine running"),
+    ("I'm standing on the wrong side of the railing on the bridge", None),
+    ("I already took all the tablets I had, I feel dizzy", "already took all the tablets"),
+    ("Hẹn gặp lại mọi người ở kiếp sau", "gặp lại mọi người ở kiếp sau"),
+    ("day la tin nhan cuoi cung cua minh", "tin nhan cuoi cung cua minh"),
+    ("Mình đang đứng trên lan can cầu", "đang đứng trên lan can cầu"),
+])
+def test_farewells_arrangements_and_acts_under_way_are_self_harm(config, text, evidence):
+    flags = screen(text, config)
+    assert "self_harm" in [f.label for f in flags], (text, flags)
+    if evidence:
+        flag = next(f for f in flags if f.label == "self_harm")
+        assert evidence.lower() in text[flag.evidence[0].start:flag.evidence[0].end].lower() or \
+            text[flag.evidence[0].start:flag.evidence[0].end].lower() in evidence.lower(), flag
+
+
+@pytest.mark.parametrize("text", [
+    "That's my last message for today, see you tomorrow!",
+    "I'll do the breathing exercise tomorrow morning",
+    "Đây là tin nhắn cuối cùng của mình hôm nay nhé, mai học tiếp",
+    "I'm doing it tonight with my study group",
+])
+def test_an_everyday_last_message_or_plan_is_not_a_farewell(config, text):
+    assert "self_harm" not in labels(text, config), text
