@@ -12,6 +12,9 @@ How it scores, in the order a learner would want it explained:
    - a misconception the check lists, stated word for word without a negation in the 3
      words before it
      ("not", "never", "don't" ...): capped at 3, and the author's correction is shown;
+   - two contrasted ideas swapped (tutor.teach.judge_meaning), or a relation of the check's
+     model answer stated the other way round ("stress takes water out" where it pours in;
+     tutor.teach.judge_direction): capped at 3, and the learner is asked to look again;
    - a list of terms rather than an explanation: at least 6 words of which fewer than 1 in 4
      are ordinary connecting words (is, because, the, và, là ...): capped at 4, asked to
      connect the ideas in a sentence;
@@ -32,8 +35,11 @@ from typing import TYPE_CHECKING
 from tutor.content.material import Check
 from tutor.i18n import Translator, translator
 from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
+from tutor.teach.judge_direction import reversed_idea
 from tutor.teach.judge_meaning import (
+    CONNECTING,
     JUDGE_ADDRESSED_CAP,
+    NEGATIONS,
     Clauses,
     addressed_to_judge,
     anchors_of,
@@ -57,19 +63,6 @@ _SHINGLE = 8
 _COPY_SHARE = 0.6
 _NEGATION_WINDOW = 3
 
-# Connecting words (folded: no accents). English, then Vietnamese.
-CONNECTING = frozenset("""
-a an the and or but so because since as if when while then than that this these those it its
-is are was were be been being am do does did has have had will would can could should may might
-must not no of to in on at by for with from about into out up over after before through which
-who what how why there their they them you your i me my we our he she his her him just also too
-very more most less much many some any all each other such only even still yet again both
-la va cua thi ma vi khi co khong duoc nhung cac mot nay do de cho voi ve nhu neu con cung da
-dang se bi hay nen rat qua toi ban minh ho chung no lai ra vao tu den roi lam luc hon nua sau truoc trong o
-di len moi gi nao sao vay the day nhieu tai boi thay
-""".split())
-NEGATIONS = frozenset("not no never t nothing without instead rather neither nor dont doesnt didnt isnt "
-                      "arent wont cant shouldnt khong chang dung".split())
 
 
 def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), language: str | None = None
@@ -125,6 +118,10 @@ def apply_rules(check: Check, text: str, score: int, *, material: Iterable[str] 
         wrong.append(t("Careful: it sounds like two ideas are the wrong way round. Think again about {first}, "
                        "and about {second}.", first=swap[0].description.rstrip(". "),
                        second=swap[1].description.rstrip(". ")))
+    turned = reversed_idea(check, text) if swap is None and not wrong else None
+    if turned is not None:
+        wrong.append(t("Careful: one part looks the wrong way round: \u201c{part}\u201d. Have another look at "
+                       "which way that goes.", part=turned.answer_clause))
     if wrong:
         score = min(score, MISCONCEPTION_CAP)
     if addressed_to_judge(text) and score > JUDGE_ADDRESSED_CAP:
@@ -141,6 +138,9 @@ def apply_rules(check: Check, text: str, score: int, *, material: Iterable[str] 
         notes.append(t("This looks copied from the lesson text. Try putting it in your own words; "
                        "that's what makes it stick."))
     named = frozenset({swap[0].name, swap[1].name}) if swap is not None else frozenset()
+    if turned is not None:  # what the turned clause speaks of is not "covered"
+        said = AnswerText(turned.answer_clause)
+        named |= {c.name for c in check.rubric.criteria if any(said.contains_any(p.phrasings) for p in c.points)}
     return Ruled(score, wrong, notes, named)
 
 

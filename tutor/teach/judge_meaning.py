@@ -29,9 +29,24 @@ from dataclasses import dataclass
 from tutor.content.material import Check, Criterion
 from tutor.teach.phrases import AnswerText, compile_phrase
 
-__all__ = ["JUDGE_ADDRESSED_CAP", "Clauses", "addressed_to_judge", "anchors_of", "clauses", "is_term_list"]
+__all__ = ["CONNECTING", "JUDGE_ADDRESSED_CAP", "NEGATIONS", "Clauses", "addressed_to_judge", "anchors_of", "clauses",
+           "is_term_list"]
 
 JUDGE_ADDRESSED_CAP = 2
+
+# Connecting words (folded: no accents). English, then Vietnamese.
+CONNECTING = frozenset("""
+a an the and or but so because since as if when while then than that this these those it its
+is are was were be been being am do does did has have had will would can could should may might
+must not no of to in on at by for with from about into out up over after before through which
+who what how why there their they them you your i me my we our he she his her him just also too
+very more most less much many some any all each other such only even still yet again both
+la va cua thi ma vi khi co khong duoc nhung cac mot nay do de cho voi ve nhu neu con cung da
+dang se bi hay nen rat qua toi ban minh ho chung no lai ra vao tu den roi lam luc hon nua sau truoc trong o
+di len moi gi nao sao vay the day nhieu tai boi thay
+""".split())
+NEGATIONS = frozenset("not no never t nothing without instead rather neither nor dont doesnt didnt isnt "
+                      "arent wont cant shouldnt khong chang dung".split())
 
 _SENTENCE = re.compile(r"[^.!?;:,\n]+")
 _PIECES = re.compile(r"[,;/\n]+|\s-\s")
@@ -128,8 +143,6 @@ class Clauses:
 
     def negated(self, index: int) -> bool:
         """The clause holds a negation word ("not", "never", "không" ...)."""
-        from tutor.teach.builtin_judge import NEGATIONS
-
         return any(w in NEGATIONS for w in self.found[index].raw)
 
 

@@ -1,0 +1,67 @@
+"""An idea stated the wrong way round never reaches mastery, and the learner is told which
+part to look at again; answers that keep the direction, in other words, are not touched."""
+
+from __future__ import annotations
+
+import pytest
+
+from tutor.teach.builtin_judge import MISCONCEPTION_CAP, judge_builtin
+from tutor.teach.judge_direction import reversed_idea
+
+
+@pytest.fixture(scope="module")
+def sleep(library):
+    return library.get("giac_ngu_lanh_manh")
+
+
+@pytest.mark.parametrize("check_id, answer, part", [
+    ("stress_bucket", "Stress empties your bucket bit by bit and rest and hobbies fill it back up, so when it's "
+     "almost dry any small thing tips you over.", "Stress empties your bucket bit by bit"),
+    ("the_loop", "Something triggers you, you worry, your heart races and you get out of there. Getting out "
+     "makes the fear shrink, because your brain now knows you were never in danger.", "makes the fear shrink"),
+    ("alarm_in_the_body", "When the brain sees a threat your heart slows down and your breathing slows down "
+     "too, so you feel calm and ready.", "your heart slows down"),
+])
+def test_a_relation_turned_round_is_capped_and_the_part_is_quoted(sample, check_id, answer, part):
+    check = sample.find_check(check_id)[1]
+    result = judge_builtin(check, answer)
+    assert result.score <= MISCONCEPTION_CAP < check.threshold
+    assert part in result.feedback and "wrong way round" in result.feedback
+
+
+def test_a_negated_direction_is_the_opposite_one(sleep):
+    check = sleep.find_check("ngu_de_lam_gi")[1]
+    turned = reversed_idea(check, "Khi ngủ não vẫn ghi nhớ bài học, nhưng cơ thể thì không hồi phục chút nào.")
+    assert turned is not None and "hồi phục" in turned.answer_clause
+    # the same idea, said the right way
+    assert reversed_idea(check, "Khi ngủ não ghi nhớ bài học, còn cơ thể thì hồi phục.") is None
+
+
+@pytest.mark.parametrize("check_id, answer", [
+    ("stress_bucket", "Every worry adds water until the bucket is nearly full, then one tiny thing makes it spill "
+     "over. Sleep, walks and talking let some water out."),
+    ("the_loop", "You get triggered, panic, and escape. The relief feels good but it teaches your brain the thing "
+     "was dangerous, so the fear gets bigger next time."),
+    ("alarm_in_the_body", "Your brain spots danger, adrenaline kicks in, your heart beats faster and breathing "
+     "speeds up so you can run. Horrible but not dangerous, it passes."),
+    # a denied reversal keeps the right direction
+    ("alarm_in_the_body", "The heart doesn't slow down, it beats faster, and breathing speeds up to get you "
+     "ready to run from the threat."),
+])
+def test_answers_that_keep_the_direction_are_not_called_reversed(sample, check_id, answer):
+    check = sample.find_check(check_id)[1]
+    assert reversed_idea(check, answer) is None
+    assert "wrong way round" not in judge_builtin(check, answer).feedback
+
+
+def test_every_example_answer_agrees_with_itself(library):
+    for module in library.modules.values():
+        for topic in module.topics:
+            for check in topic.checks:
+                assert reversed_idea(check, check.example_answer) is None, (module.id, check.id)
+
+
+def test_vietnamese_words_that_fold_into_other_words_are_not_directions(sleep):
+    check = sleep.find_check("ngu_de_lam_gi")[1]
+    # "với" folds to "voi" (as "vơi", to ebb) and "quen" is "quên" (to forget) without its accent
+    assert reversed_idea(check, "Ngủ giúp não quen với bài mới và ghi nhớ nó, cơ thể thì hồi phục.") is None

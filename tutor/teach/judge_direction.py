@@ -1,0 +1,137 @@
+"""Ideas stated the wrong way round: a relation the check's own model answer states one way
+and the learner's answer states the other ("daily stresses pour water in" / "each stress
+takes water out"; "the fear grows" / "so the fear shrinks"; "the brain stores the day's
+learning" / "sleep erases what you learnt").
+
+No author writes these: the model answer (the check's example answer) and its criteria's
+descriptions are the reference. Each of the answer's clauses (tutor.teach.judge_meaning) is
+paired with the reference clause that shares most of its content words (the things it is
+about: stress, bucket, fear, brain); when both say something about a direction this module
+knows opposites for — up or down, faster or slower, filling or emptying, danger or safety,
+keeping or erasing, mending or wearing out — and they disagree, the answer has reversed an
+idea. A negation just before a direction word turns it ("the body does not recover" is the
+opposite of "the body recovers"), and a clause naming both directions, or tied between
+reference clauses that disagree, says nothing sure. English and Vietnamese (accents folded).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tutor.content.material import Check
+from tutor.teach.judge_meaning import CONNECTING, NEGATIONS, clauses
+from tutor.teach.phrases import AnswerText, compile_phrase
+
+__all__ = ["OPPOSITES", "Reversal", "reversed_idea"]
+
+# Each line: (one direction, its opposite), as phrases (a trailing '*' accepts any ending).
+# Kept to words that name a direction wherever they are used: not "more"/"less", "better"/
+# "worse", "now"/"later", which carry other meanings in everyday answers.
+OPPOSITES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("faster", "speed* up", "sped up", "quicker", "quicken*", "racing", "rapid*", "nhanh", "dồn dập"),
+     ("slower", "slow* down", "slow* right down", "chậm lại", "chậm dần", "chậm hơn")),
+    (("increas*", "rise", "rises", "rising", "rose", "go* up", "went up", "higher", "grow*", "grew", "bigger",
+      "larger", "stronger", "build* up", "built up", "pile* up", "tăng", "tăng lên", "lớn dần", "lớn hơn",
+      "mạnh hơn", "nặng hơn"),
+     ("decreas*", "drop*", "go* down", "went down", "lower", "shrink*", "shrank", "smaller", "weaker", "fade*",
+      "disappear*", "giảm", "giảm dần", "giảm đi", "nhỏ dần", "yếu đi", "dịu xuống", "lắng xuống")),
+    (("fill*", "full", "pour*", "add* to", "top* up", "đổ vào", "đổ thêm", "tích tụ", "chồng chất"),
+     ("drain*", "empt*", "take* out", "took out", "taking out", "let* out", "remov*")),
+    (("danger*", "threat*", "unsafe", "nguy hiểm", "đe dọa", "đe doạ"),
+     ("safe", "harmless", "an toàn", "vô hại")),
+    (("remember*", "store", "stores", "stored", "storing", "consolidat*", "file* away", "lưu lại", "ghi nhớ",
+      "củng cố"),
+     ("forget*", "forgot*", "eras*", "delet*", "wipe*", "wiping", "clear* out", "xoá", "xóa")),
+    (("recover*", "repair*", "restor*", "heal", "heals", "healing", "healed", "rebuild*", "hồi phục", "phục hồi",
+      "tái tạo", "sửa chữa"),
+     ("wear* out", "worn out", "wore out", "damag*", "break* down", "hao mòn", "kiệt sức")),
+)
+# Left out although they name directions: words that fold (accents dropped) into common
+# other words — "vơi"/"với", "cạn"/"can", "xả"/"xa", "cất"/"cắt", "quên"/"quen", "vá lại"/
+# "và lại", "nhỏ lại"/"nhớ lại" — and "fall", which is mostly "fall asleep".
+_SYLLABLE = re.compile(r"\w+")
+_NEGATED_WITHIN = 3  # words before a direction word that may turn it ("does not really recover")
+
+
+@dataclass(frozen=True)
+class Reversal:
+    answer_clause: str
+    reference_clause: str
+
+
+@dataclass(frozen=True)
+class _Read:
+    text: str
+    content: frozenset[str]  # the words it is about
+    directions: dict[int, bool]  # group -> which way (False: the first of the pair)
+
+
+def _read(text: str) -> _Read:
+    found = AnswerText(text)
+    direction_words: set[int] = set()
+    directions: dict[int, bool] = {}
+    ambiguous: set[int] = set()
+    for group, pair in enumerate(OPPOSITES):
+        for way, phrases in enumerate(pair):
+            for phrase in phrases:
+                for start, end in found.find(compile_phrase(phrase)):
+                    direction_words.update(range(start, end))
+                    turned = any(w in NEGATIONS for w in found.raw[max(0, start - _NEGATED_WITHIN):start])
+                    said = bool(way) != turned
+                    if directions.get(group, said) != said:
+                        ambiguous.add(group)
+                    directions[group] = said
+    for group in ambiguous:
+        del directions[group]
+    content = _content(text, found, direction_words)
+    return _Read(text, content, directions)
+
+
+def _content(text: str, found: AnswerText, skip: set[int]) -> frozenset[str]:
+    """What a clause is about: its words other than connecting words, negations and
+    direction words; in Vietnamese, pairs of syllables with their accents ("cơ thể", the
+    body, is not "có thể", can, though both fold to "co the")."""
+    plain = frozenset(w for i, w in enumerate(found.words)
+                      if i not in skip and w not in CONNECTING and w not in NEGATIONS and len(w) > 2)
+    if text.isascii():
+        return plain
+    syllables = _SYLLABLE.findall(unicodedata.normalize("NFC", text).casefold())
+    pairs = {f"{a} {b}" for a, b in zip(syllables, syllables[1:]) if not (a + b).isascii()}
+    return plain | frozenset(pairs)
+
+
+def _reference(check: Check) -> tuple[_Read, ...]:
+    return _reference_of(check.example_answer, tuple(c.description for c in check.rubric.criteria))
+
+
+@lru_cache(maxsize=512)
+def _reference_of(example_answer: str, descriptions: tuple[str, ...]) -> tuple[_Read, ...]:
+    """The model answer's clauses and the criteria's descriptions that state a direction."""
+    texts = clauses(example_answer) + list(descriptions)
+    return tuple(r for r in (_read(t) for t in texts) if r.directions and r.content)
+
+
+def reversed_idea(check: Check, answer: str) -> Reversal | None:
+    """The first clause of `answer` that states one of the reference's relations the other
+    way round, or None."""
+    reference = _reference(check)
+    if not reference:
+        return None
+    for clause in clauses(answer):
+        said = _read(clause)
+        if not said.directions or not said.content:
+            continue
+        best = max(len(said.content & r.content) for r in reference)
+        if best == 0:
+            continue
+        nearest = [r for r in reference if len(said.content & r.content) == best]
+        # each direction is its own relation: turned when every nearest reference clause
+        # that states it states it the other way
+        for group, way in said.directions.items():
+            stating = [r for r in nearest if group in r.directions]
+            if stating and all(r.directions[group] != way for r in stating):
+                return Reversal(clause, stating[0].text)
+    return None
