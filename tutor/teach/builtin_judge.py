@@ -64,7 +64,6 @@ _COPY_SHARE = 0.6
 _NEGATION_WINDOW = 3
 
 
-
 def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), language: str | None = None
                   ) -> JudgeResult:
     """Score `answer` against `check`'s rubric. `material`: the lesson texts the learner has

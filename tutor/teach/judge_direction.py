@@ -6,12 +6,13 @@ learning" / "sleep erases what you learnt").
 No author writes these: the model answer (the check's example answer) and its criteria's
 descriptions are the reference. Each of the answer's clauses (tutor.teach.judge_meaning) is
 paired with the reference clause that shares most of its content words (the things it is
-about: stress, bucket, fear, brain); when both say something about a direction this module
-knows opposites for — up or down, faster or slower, filling or emptying, danger or safety,
+about: stress, bucket, fear, brain); when both say something about a direction listed
+in OPPOSITES — up or down, faster or slower, filling or emptying, danger or safety,
 keeping or erasing, mending or wearing out — and they disagree, the answer has reversed an
 idea. A negation just before a direction word turns it ("the body does not recover" is the
 opposite of "the body recovers"), and a clause naming both directions, or tied between
-reference clauses that disagree, says nothing sure. English and Vietnamese (accents folded).
+reference clauses that disagree, says nothing sure. English and Vietnamese: direction words
+are matched with accents folded, Vietnamese content words keep theirs.
 """
 
 from __future__ import annotations
