@@ -18,9 +18,10 @@ def sleep(library):
     ("stress_bucket", "Stress empties your bucket bit by bit and rest and hobbies fill it back up, so when it's "
      "almost dry any small thing tips you over.", "Stress empties your bucket bit by bit"),
     ("the_loop", "Something triggers you, you worry, your heart races and you get out of there. Getting out "
-     "makes the fear shrink, because your brain now knows you were never in danger.", "makes the fear shrink"),
-    ("alarm_in_the_body", "When the brain sees a threat your heart slows down and your breathing slows down "
-     "too, so you feel calm and ready.", "your heart slows down"),
+     "teaches your brain the situation was harmless, so next time it's easier.",
+     "Getting out teaches your brain the situation was harmless"),
+    ("alarm_in_the_body", "When the brain senses a threat, your heart beats slower and the breathing calms, "
+     "so you feel ready.", "your heart beats slower"),
 ])
 def test_a_relation_turned_round_is_capped_and_the_part_is_quoted(sample, check_id, answer, part):
     check = sample.find_check(check_id)[1]
@@ -44,6 +45,10 @@ def test_a_negated_direction_is_the_opposite_one(sleep):
      "was dangerous, so the fear gets bigger next time."),
     ("alarm_in_the_body", "Your brain spots danger, adrenaline kicks in, your heart beats faster and breathing "
      "speeds up so you can run. Horrible but not dangerous, it passes."),
+    # a relation under a condition is another relation ("only if you stay")
+    ("the_loop", "The fear shrinks only if you stay; escaping makes it grow."),
+    # one shared word is too little to pair on: this "drops" is about staying, not escaping
+    ("exposure_ladder", "When you stay, the anxiety drops. Then you go up a step."),
     # a denied reversal keeps the right direction
     ("alarm_in_the_body", "The heart doesn't slow down, it beats faster, and breathing speeds up to get you "
      "ready to run from the threat."),

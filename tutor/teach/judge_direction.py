@@ -55,6 +55,13 @@ OPPOSITES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 # "và lại", "nhỏ lại"/"nhớ lại" — and "fall", which is mostly "fall asleep".
 _SYLLABLE = re.compile(r"\w+")
 _NEGATED_WITHIN = 3  # words before a direction word that may turn it ("does not really recover")
+# A clause is paired only on two shared content words or more: on one ("the fear"), "the fear
+# drops when you stay" was paired with "the fear grows" (after escaping) and called reversed.
+_SHARED_AT_LEAST = 2
+# A clause under a condition states another relation than the unconditional one it shares
+# words with ("the fear shrinks only if you stay" beside "the fear grows").
+_CONDITION = re.compile(r"\b(?:if|unless|only when|as long as|provided|nếu|trừ khi|miễn là|neu|tru khi|mien la)\b",
+                        re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ def reversed_idea(check: Check, answer: str) -> Reversal | None:
         if not said.directions or not said.content:
             continue
         best = max(len(said.content & r.content) for r in reference)
-        if best == 0:
+        if best < _SHARED_AT_LEAST or _CONDITION.search(clause):
             continue
         nearest = [r for r in reference if len(said.content & r.content) == best]
         # each direction is its own relation: turned when every nearest reference clause
