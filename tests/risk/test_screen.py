@@ -255,12 +255,12 @@ def test_replies_come_in_the_language_asked_for(config):
     ("Take care of my little brother for me if anything happens to me",
      "Take care of my little brother for me if anything happens to me"),
     ("This is my final message to anyone. Please don't come looking for me.", "This is my final message to anyone"),
-    ("I'm sat in my car with the engine running and the garage door down", "sat in my car with the engine running"),
+    ("I'm in my car, the engine is running and the garage door is shut", "engine is running and the garage door is shut"),
     ("I'm standing on the wrong side of the railing on the bridge", None),
     ("I already took all the tablets I had, I feel dizzy", "already took all the tablets"),
     ("Hẹn gặp lại mọi người ở kiếp sau", "gặp lại mọi người ở kiếp sau"),
     ("day la tin nhan cuoi cung cua minh truoc khi ra di", "tin nhan cuoi cung cua minh truoc khi ra di"),
-    ("Mình đang đứng trên lan can cầu", "đang đứng trên lan can cầu"),
+    ("Mình vừa trèo qua lan can cầu rồi", "vừa trèo qua lan can cầu"),
 ])
 def test_farewells_arrangements_and_acts_under_way_are_self_harm(config, text, evidence):
     flags = screen(text, config)
@@ -277,6 +277,10 @@ def test_farewells_arrangements_and_acts_under_way_are_self_harm(config, text, e
     "Take care of my plants when I'm gone, I'll be back Sunday",
     "Đây là tin nhắn cuối cùng của mình, mai mình đi học sớm",
     "when I'm not here anymore after graduation, who runs the club?",
+    "khỏi tìm mình, mình tự về được",
+    "I'm sat in the car with the engine running, waiting for my mum outside school",
+    "mình đang đứng ở lan can cầu chụp ảnh",
+    "khi tôi không còn ở đây nữa thì ai trực ca đêm",
     "I'll do the breathing exercise tomorrow morning",
     "Đây là tin nhắn cuối cùng của mình hôm nay nhé, mai học tiếp",
     "I'm doing it tonight with my study group",
