@@ -10,7 +10,8 @@ at 7/10 with criteria 1/1/1, under template words in the green callout. So `sett
    criterion it left out counts 0 and is flagged `judge_criteria_missing`), rounded half
    up like the built-in judge's;
 2. applies the rules that keep any score honest (tutor.teach.builtin_judge.apply_rules): a
-   misconception the check lists, two ideas the wrong way round, an answer asking for a
+   misconception the check lists, two ideas the wrong way round or a relation of the
+   example answer stated the other way (tutor.teach.judge_direction), an answer asking for a
    score, a list of terms, text copied from the lesson — each caps the score below mastery;
 3. flags `judge_score_recomputed` when the model's overall score disagrees with its own
    criteria by more than a point (the operator's review list shows the turn; the judge's
