@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from tutor.teach.builtin_judge import MISCONCEPTION_CAP, judge_builtin
-from tutor.teach.judge_direction import reversed_idea
+from tutor.teach.judge_direction import reversed_idea as reversed_in
+from tutor.teach.judge_meaning import Clauses
+
+
+def reversed_idea(check, answer):
+    """The judge's reading: the answer's clauses as it splits them."""
+    return reversed_in(check, Clauses.read(check, answer))
 
 
 @pytest.fixture(scope="module")

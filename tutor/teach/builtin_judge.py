@@ -39,11 +39,11 @@ from tutor.teach.judge_direction import reversed_idea
 from tutor.teach.judge_meaning import (
     CONNECTING,
     JUDGE_ADDRESSED_CAP,
-    NEGATIONS,
     Clauses,
     addressed_to_judge,
     anchors_of,
     is_term_list,
+    negated_before,
 )
 from tutor.teach.phrases import AnswerText, compile_phrase
 from tutor.text import words
@@ -61,7 +61,6 @@ _LIST_MIN_WORDS = 6
 _LIST_MAX_SHARE = 0.25
 _SHINGLE = 8
 _COPY_SHARE = 0.6
-_NEGATION_WINDOW = 3
 
 
 def judge_builtin(check: Check, answer: str, *, material: Iterable[str] = (), language: str | None = None
@@ -117,7 +116,7 @@ def apply_rules(check: Check, text: str, score: int, *, material: Iterable[str] 
         wrong.append(t("Careful: it sounds like two ideas are the wrong way round. Think again about {first}, "
                        "and about {second}.", first=swap[0].description.rstrip(". "),
                        second=swap[1].description.rstrip(". ")))
-    turned = reversed_idea(check, text) if swap is None and not wrong else None
+    turned = reversed_idea(check, parts) if swap is None and not wrong else None
     if turned is not None:
         wrong.append(t("Careful: one part looks the wrong way round: \u201c{part}\u201d. Have another look at "
                        "which way that goes.", part=turned.answer_clause))
@@ -138,7 +137,7 @@ def apply_rules(check: Check, text: str, score: int, *, material: Iterable[str] 
                        "that's what makes it stick."))
     named = frozenset({swap[0].name, swap[1].name}) if swap is not None else frozenset()
     if turned is not None:  # what the turned clause speaks of is not "covered"
-        said = AnswerText(turned.answer_clause)
+        said = parts.found[turned.index]
         named |= {c.name for c in check.rubric.criteria if any(said.contains_any(p.phrasings) for p in c.points)}
     return Ruled(score, wrong, notes, named)
 
@@ -162,8 +161,7 @@ def _states(found: AnswerText, phrases: Sequence[str]) -> bool:
     """A phrase is stated unless one of the few words just before it negates it."""
     for phrase in phrases:
         for start, _end in found.find(compile_phrase(phrase), gap=0):  # misconceptions: exact
-            before = found.raw[max(0, start - _NEGATION_WINDOW):start]
-            if not any(w in NEGATIONS for w in before):
+            if not negated_before(found, start):
                 return True
     return False
 

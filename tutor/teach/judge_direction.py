@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tutor.content.material import Check
-from tutor.teach.judge_meaning import CONNECTING, NEGATIONS, clauses
+from tutor.teach.judge_meaning import CONNECTING, NEGATIONS, Clauses, clauses, negated_before
 from tutor.teach.phrases import AnswerText, compile_phrase
 
 __all__ = ["OPPOSITES", "Reversal", "reversed_idea"]
@@ -54,7 +54,6 @@ OPPOSITES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 # other words — "vơi"/"với", "cạn"/"can", "xả"/"xa", "cất"/"cắt", "quên"/"quen", "vá lại"/
 # "và lại", "nhỏ lại"/"nhớ lại" — and "fall", which is mostly "fall asleep".
 _SYLLABLE = re.compile(r"\w+")
-_NEGATED_WITHIN = 3  # words before a direction word that may turn it ("does not really recover")
 # A clause is paired only on two shared content words or more: on one ("the fear"), "the fear
 # drops when you stay" was paired with "the fear grows" (after escaping) and called reversed.
 _SHARED_AT_LEAST = 2
@@ -68,6 +67,7 @@ _CONDITION = re.compile(r"\b(?:if|unless|only when|as long as|provided|nếu|tr�
 class Reversal:
     answer_clause: str
     reference_clause: str
+    index: int  # of the answer's clause (Clauses.texts)
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,8 @@ class _Read:
     directions: dict[int, bool]  # group -> which way (False: the first of the pair)
 
 
-def _read(text: str) -> _Read:
-    found = AnswerText(text)
+def _read(text: str, found: AnswerText | None = None) -> _Read:
+    found = found if found is not None else AnswerText(text)
     direction_words: set[int] = set()
     directions: dict[int, bool] = {}
     ambiguous: set[int] = set()
@@ -87,8 +87,7 @@ def _read(text: str) -> _Read:
             for phrase in phrases:
                 for start, end in found.find(compile_phrase(phrase)):
                     direction_words.update(range(start, end))
-                    turned = any(w in NEGATIONS for w in found.raw[max(0, start - _NEGATED_WITHIN):start])
-                    said = bool(way) != turned
+                    said = bool(way) != negated_before(found, start)
                     if directions.get(group, said) != said:
                         ambiguous.add(group)
                     directions[group] = said
@@ -122,14 +121,14 @@ def _reference_of(example_answer: str, descriptions: tuple[str, ...]) -> tuple[_
     return tuple(r for r in (_read(t) for t in texts) if r.directions and r.content)
 
 
-def reversed_idea(check: Check, answer: str) -> Reversal | None:
-    """The first clause of `answer` that states one of the reference's relations the other
-    way round, or None."""
+def reversed_idea(check: Check, parts: Clauses) -> Reversal | None:
+    """The first of the answer's clauses (`parts`, as the judge read them) that states one of
+    the reference's relations the other way round, or None."""
     reference = _reference(check)
     if not reference:
         return None
-    for clause in clauses(answer):
-        said = _read(clause)
+    for index, (clause, found) in enumerate(zip(parts.texts, parts.found)):
+        said = _read(clause, found)
         if not said.directions or not said.content:
             continue
         best = max(len(said.content & r.content) for r in reference)
@@ -141,5 +140,5 @@ def reversed_idea(check: Check, answer: str) -> Reversal | None:
         for group, way in said.directions.items():
             stating = [r for r in nearest if group in r.directions]
             if stating and all(r.directions[group] != way for r in stating):
-                return Reversal(clause, stating[0].text)
+                return Reversal(clause, stating[0].text, index)
     return None

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from tutor.content.material import Check, Criterion
 from tutor.teach.phrases import AnswerText, compile_phrase
 
-__all__ = ["CONNECTING", "JUDGE_ADDRESSED_CAP", "NEGATIONS", "Clauses", "addressed_to_judge", "anchors_of", "clauses",
-           "is_term_list"]
+__all__ = ["CONNECTING", "JUDGE_ADDRESSED_CAP", "NEGATIONS", "NEGATION_WINDOW", "Clauses", "addressed_to_judge",
+           "anchors_of", "clauses", "is_term_list", "negated_before"]
 
 JUDGE_ADDRESSED_CAP = 2
 
@@ -47,6 +47,13 @@ di len moi gi nao sao vay the day nhieu tai boi thay
 """.split())
 NEGATIONS = frozenset("not no never t nothing without instead rather neither nor dont doesnt didnt isnt "
                       "arent wont cant shouldnt khong chang dung".split())
+NEGATION_WINDOW = 3  # words before a phrase in which a negation turns it ("does not really recover")
+
+
+def negated_before(found: AnswerText, start: int) -> bool:
+    """One of the NEGATION_WINDOW words before word `start` is a negation."""
+    return any(w in NEGATIONS for w in found.raw[max(0, start - NEGATION_WINDOW):start])
+
 
 _SENTENCE = re.compile(r"[^.!?;:,\n]+")
 _PIECES = re.compile(r"[,;/\n]+|\s-\s")
