@@ -71,8 +71,9 @@ def scrub(text: str, secrets: list[str] | None = None) -> str:
     folded = _folded(text)
     for pattern, replacement, needs in _SECRETS:
         if any(word in folded for word in needs):
-            text = pattern.sub(replacement, text)
-            folded = _folded(text)
+            replaced = pattern.sub(replacement, text)
+            if replaced != text:  # folded again only when a secret was masked
+                text, folded = replaced, _folded(replaced)
     return text
 
 
