@@ -110,7 +110,8 @@ def test_a_token_per_event_stream_is_read_about_six_times_a_second(monkeypatch):
     import tutor.turns.live
 
     reads = []
-    monkeypatch.setattr(tutor.turns.live, "preview", lambda raw, read=tutor.turns.live.preview: reads.append(raw) or read(raw))
+    monkeypatch.setattr(tutor.turns.live, "preview",
+                        lambda raw, memo, read=tutor.turns.live.preview: reads.append(raw) or read(raw, memo))
     raw = json.dumps(REPLY)
     feed, page, sent, times = stream(raw, step=3, tick=0.005)  # 600 characters a second
     events_before = round(times[0] / 0.005)  # events up to the first text shown

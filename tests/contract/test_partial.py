@@ -33,8 +33,10 @@ def test_every_prefix_of_a_valid_reply_previews_only_what_the_reply_holds(case):
     finals = [b.content for b in final.content.text_blocks]
     suggestions = (final.content.next_step.suggestions or []) if final.content.next_step else []
     grown: list[str] = []
+    memo: dict = {}  # kept across the reads, as the live feed keeps it: the same previews
     for cut in range(1, len(raw) + 1):
         p = preview(raw[:cut])
+        assert preview(raw[:cut], memo) == p
         for i, block in enumerate(p.blocks):
             assert i < len(finals)
             # growing text is always the start of the final text; complete text is all of it

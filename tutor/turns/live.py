@@ -31,6 +31,7 @@ reply joins its turn bucket; the preview never outlives the reply that replaces 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import time
@@ -101,8 +102,15 @@ def empty_slots() -> dict[str, Any]:
     return {name: empty for name, (_, empty) in stream_vars().items()}
 
 
+def _empty(name: str) -> Any:
+    """One slot's empty value, fresh (a turn's end empties a dozen slots of ~60; building
+    all of them each time was ~2% of a busy worker's CPU)."""
+    return copy.copy(_EMPTIES[name])
+
+
+_EMPTIES = empty_slots()  # copied (_empty), never handed out
 # Compared against, never handed out: what an extras slot holds before anything is sent.
-_UNSENT = {name: value for name, value in empty_slots().items() if name in
+_UNSENT = {name: value for name, value in _EMPTIES.items() if name in
            ("stream_media", "stream_forms", "stream_suggestions", "stream_prompt")}
 
 
@@ -133,6 +141,7 @@ class StreamFeed:
         self._type = ""  # the growing block's type, as sent
         self._text = ""  # the growing block's text, as sent
         self._extras: dict[str, Any] = {}  # extras sent, by variable name
+        self._models: dict = {}  # complete media and forms read so far (contract.partial.preview)
 
     def push(self, raw: str, *, force: bool = False) -> dict[str, Any]:
         now = self.clock()
@@ -142,17 +151,16 @@ class StreamFeed:
             return {}
         self._looked = now
         # A key the model echoes is never shown, not even for a moment (tutor.llm.redact.scrub).
-        updates = self._diff(preview(scrub(raw)))
+        updates = self._diff(preview(scrub(raw), self._models))
         if updates:
             self._last = now
         return updates
 
     def clear(self) -> dict[str, Any]:
         """The updates that empty exactly the slots used so far."""
-        empty = empty_slots()
         used = [f"stream_block_{i}" for i in range(self._done)] + [f"stream_tail_{j}" for j in range(self._tails)]
         used += [name for name, sent in (("stream_tail_from", self._tail_from), ("stream_type", self._type)) if sent]
-        updates = {name: empty[name] for name in [*used, *self._extras]}
+        updates = {name: _empty(name) for name in [*used, *self._extras]}
         self._reset_counters()
         return updates
 
