@@ -152,6 +152,20 @@ def test_matching_ignores_case_accents_plurals_and_a_word_in_between(sample):
     assert judge_builtin(sample.find_check("fear_or_anxiety")[1], "scarecrow nowhere").score == 0
 
 
+def test_a_key_point_with_and_in_it_is_found_though_answers_are_read_clause_by_clause(sample):
+    """Answers are cut into clauses at "and", "but" ...; a key point that itself holds
+    "and" ("here and now", "black and white") and a doubled phrase ("more and more") are
+    one idea, not two clauses that each say half of it."""
+    _, grounding = sample.find_check("grounding_purpose")
+    found = judge_builtin(grounding, "it pulls you back into the here and now")
+    assert found.criteria_scores["senses_and_present"] == 10.0
+    _, avoidance = sample.find_check("why_avoidance_backfires")
+    grows = judge_builtin(avoidance, "you avoid one thing, and more and more things get avoided")
+    assert grows.criteria_scores["world_shrinks"] == 10.0
+    _, trap = sample.find_check("spot_a_trap")
+    assert judge_builtin(trap, "seeing things as black and white").criteria_scores["names_a_trap"] > 0
+
+
 def test_a_stated_misconception_caps_the_score_and_is_corrected_kindly(fear):
     result = judge_builtin(fear, "Fear and anxiety are the same thing: a reaction to danger right now.")
     assert result.score <= MISCONCEPTION_CAP

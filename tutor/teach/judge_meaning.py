@@ -24,6 +24,7 @@ and three to six more wrong or swapped ones did; at 0.90 and above, nothing chan
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tutor.content.material import Check, Criterion
@@ -73,16 +74,34 @@ _TO_JUDGE = re.compile(
     re.IGNORECASE)
 
 
+_PUNCT = ".,;:!?\"'()"
+
+
 def addressed_to_judge(text: str) -> bool:
     """The answer asks the judge for a score or tells it what to do."""
     return bool(_TO_JUDGE.search(text))
 
 
-def clauses(text: str) -> list[str]:
+def clauses(text: str, keep: Sequence[str] = ()) -> list[str]:
+    """The answer's clauses: its sentences cut at "and", "but", "while", "nhưng" ... — but
+    not inside a doubled phrase ("more and more", "over and over"), nor inside one of the
+    phrases in `keep` (a check's key points such as "here and now", "black and white"),
+    each of which says one thing."""
+    kept = [re.compile(r"\b" + re.escape(k) + r"\b", re.IGNORECASE) for k in keep]
     out: list[str] = []
     for sentence in _SENTENCE.findall(text):
-        out += [part.strip(" ,") for part in _JOIN.split(sentence) if part.strip(" ,")]
-    return out
+        spans = [m.span() for k in kept for m in k.finditer(sentence)]
+        start = 0
+        for join in _JOIN.finditer(sentence):
+            before = [w.strip(_PUNCT).casefold() for w in sentence[:join.start()].split()[-1:]]
+            after = [w.strip(_PUNCT).casefold() for w in sentence[join.end():].split()[:1]]
+            if (before and before == after and before[0].isalpha()) or any(
+                    a < join.start() and join.end() < b for a, b in spans):
+                continue
+            out.append(sentence[start:join.start()])
+            start = join.end()
+        out.append(sentence[start:])
+    return [part.strip(" ,") for part in out if part.strip(" ,")]
 
 
 def anchors_of(check: Check) -> dict[str, tuple[str, ...]]:
@@ -102,7 +121,9 @@ class Clauses:
 
     @classmethod
     def read(cls, check: Check, text: str) -> Clauses:
-        texts = clauses(text) or [text]
+        joined = [p for c in check.rubric.criteria for point in c.points for p in point.phrasings
+                  if _JOIN.search(f" {p} ")]
+        texts = clauses(text, joined) or [text]
         found = [AnswerText(t) for t in texts]
         anchors = anchors_of(check)
         subjects: list[frozenset[str]] = []
