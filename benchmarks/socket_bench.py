@@ -99,11 +99,17 @@ class Turn:
     bytes: int = 0
 
 
+# Added to a question to make each learner's message their own (Tab.text).
+OPENERS = ["It came up again for me on day", "I wrote this down in my notes as number",
+           "My friend asked me the same thing on day", "I have been wondering about it since lesson",
+           "This is my question for week"]
+
+
 class Tab:
     """One learner's chat page: its socket, and what the deltas it received told it."""
 
-    def __init__(self, recorded: dict[str, Any], host: str, tag: str, index: int) -> None:
-        self.recorded, self.host = recorded, host
+    def __init__(self, recorded: dict[str, Any], host: str, tag: str, index: int, unique: bool = True) -> None:
+        self.recorded, self.host, self.unique = recorded, host, unique
         self.values = dict(token=str(uuid.uuid4()), learner_key=uuid.uuid4().hex, module=MODULE, host=host)
         self.tag, self.index = tag, index
         self.tutor_id = 0
@@ -196,11 +202,22 @@ class Tab:
         self.turns.append(turn)
         return turn, frames0, bytes0
 
+    def text(self, number: int) -> str:
+        """The learner's message: one of a few questions, each sent by every learner in its
+        own words (`unique`: a sentence of its own added), as a class writes. The same
+        texts over and over would be read from the app's caches (a message's vectors are
+        kept by its text) and leave out what reading a new message costs."""
+        question = QUESTIONS[(self.index + number) % len(QUESTIONS)]
+        if not self.unique:
+            return question
+        day = int(self.tag[:6], 16) % 997 * 10_000 + self.index * 10 + number
+        return f"{question} {OPENERS[(self.index + 3 * number) % len(OPENERS)]} {day}."
+
     async def run(self, session, messages: int, timeout: float) -> None:
         await self.open(session)
         await self.until(lambda: self.tutor_id > 0 and not self.thinking, timeout)  # the opening turn
         for number in range(messages):
-            turn, frames0, bytes0 = await self.send(QUESTIONS[(self.index + number) % len(QUESTIONS)], number)
+            turn, frames0, bytes0 = await self.send(self.text(number), number)
             await self.until(lambda turn=turn: turn.final is not None and not self.thinking, timeout)
             turn.idle = time.monotonic()
             turn.frames, turn.bytes = self.frames - frames0, self.bytes - bytes0
@@ -230,12 +247,12 @@ class Wave:
 
 
 async def wave(app_url: str, pids: AppProcesses, recorded: dict[str, Any], learners: int, messages: int,
-               timeout: float) -> tuple[Wave, list[Tab]]:
+               timeout: float, unique: bool = True) -> tuple[Wave, list[Tab]]:
     import aiohttp
 
     host = app_url.split("://", 1)[1]
     tag = uuid.uuid4().hex[:10]
-    tabs = [Tab(recorded, host, tag, i) for i in range(learners)]
+    tabs = [Tab(recorded, host, tag, i, unique) for i in range(learners)]
     rss0, cpu0, mine0 = pids.rss_mb(), pids.cpu(), time.process_time()
     t0 = time.monotonic()
     connector = aiohttp.TCPConnector(limit=0)
@@ -334,7 +351,8 @@ def run_app(args: argparse.Namespace, root: str, workers: int, recorded: dict[st
         for learners in args.learners:
             time.sleep(args.pause)
             with asyncio.Runner(loop_factory=event_loop("auto")) as runner:
-                w, tabs = runner.run(wave(app.url, pids, recorded, learners, args.messages, args.timeout))
+                w, tabs = runner.run(wave(app.url, pids, recorded, learners, args.messages, args.timeout,
+                                                 args.texts == "unique"))
             for e in w.errors[:3]:
                 print(f"  a learner failed: {e}", file=sys.stderr)
             w.check = check_database(db_url, [t.client_id for tab in tabs for t in tab.turns], w.tag)
@@ -371,13 +389,16 @@ def run(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--pause", type=float, default=2, help="seconds between waves")
     parser.add_argument("--warmup", type=int, default=5, help="learners (one message each) through the app before "
                         "the measured waves, not measured (0: none)")
+    parser.add_argument("--texts", choices=("unique", "repeated"), default="unique",
+                        help="unique (default): every message is worded differently, as a class writes; "
+                             "repeated: the same five questions, which the app's vector caches answer")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     recorded = json.loads(FRAMES.read_text())
     check_recorded(recorded)
     load = os.getloadavg()
     print(f"learners {args.learners} x ({args.messages} messages + opening), model delay {args.delay:g} s, "
-          f"stream={'on' if args.stream else 'off'}, workers {args.workers}, "
+          f"stream={'on' if args.stream else 'off'}, texts {args.texts}, workers {args.workers}, "
           f"load average {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} CPUs", flush=True)
     rows: list[dict[str, Any]] = []
     with loopback_model(args.delay, args.chunks) as root:

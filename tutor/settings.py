@@ -127,6 +127,7 @@ _EXAMPLES = {
     "TUTOR_SIGNUPS_PER_DAY": "5",
     "TUTOR_MODEL_CALLS_IN_FLIGHT": "4 (what the model server runs at once; 0: no cap)",
     "TUTOR_DB_THREADS": "8",
+    "TUTOR_EMBED_THREADS": "2",
 }
 
 

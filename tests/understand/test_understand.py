@@ -100,3 +100,24 @@ def test_the_real_model_embeds_by_meaning_across_languages():
 @pytest.mark.parametrize("text", ["", "   "])
 def test_an_empty_text_gets_a_zero_vector_without_calling_the_model(text):
     assert not embedder().embed([text]).any()
+
+
+def test_several_embedding_threads_read_messages_at_once_and_agree_with_one(monkeypatch):
+    """TUTOR_EMBED_THREADS=3: a model handle per thread; messages embedded at the same
+    time from three threads get the vectors one thread gives them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tutor.settings import ConfigError
+    from tutor.understand.embedder import Embedder, embed_threads
+
+    assert embed_threads({}) in (1, 2) and embed_threads({"TUTOR_EMBED_THREADS": "3"}) == 3
+    for bad in ("0", "two"):
+        with pytest.raises(ConfigError, match="TUTOR_EMBED_THREADS"):
+            embed_threads({"TUTOR_EMBED_THREADS": bad})
+    texts = [f"message {i}: I could not sleep before the exam on day {i}" for i in range(12)]
+    alone = Embedder(handles=1).embed(texts)
+    pool = Embedder(handles=3)
+    with ThreadPoolExecutor(max_workers=3) as threads:
+        rows = list(threads.map(lambda text: pool.embed([text])[0], texts))
+    assert np.allclose(np.array(rows), alone, atol=1e-6)
+    assert pool._free.qsize() == 3  # every handle back after use

