@@ -44,7 +44,8 @@ MAX_CHARS = 600
 PASSAGE_CHARS = 1500  # a module's passage (about 170 words at most): embedded once, kept on disk
 KEPT_TEXTS = 4096
 # One worker on this 2-core machine, 200 learners each sending messages of their own
-# (benchmarks/socket_bench.py): 12.3 turns/s with one embedding thread, 18.9 with two.
+# (benchmarks/socket_bench.py), two runs: 12.3 and 15.6 turns/s with one embedding thread,
+# 18.9 and 20.6 with two.
 DEFAULT_THREADS = min(2, os.cpu_count() or 1)
 
 
