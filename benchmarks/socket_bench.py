@@ -399,6 +399,7 @@ def run(argv: list[str] | None = None) -> list[dict[str, Any]]:
     load = os.getloadavg()
     print(f"learners {args.learners} x ({args.messages} messages + opening), model delay {args.delay:g} s, "
           f"stream={'on' if args.stream else 'off'}, texts {args.texts}, workers {args.workers}, "
+          f"embedding threads {os.environ.get('TUTOR_EMBED_THREADS') or 'default'}, "
           f"load average {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} CPUs", flush=True)
     rows: list[dict[str, Any]] = []
     with loopback_model(args.delay, args.chunks) as root:
