@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from sqlmodel import select
@@ -193,7 +194,11 @@ def test_with_one_model_slot_a_second_learner_waits_in_line_sees_it_and_then_pro
             a = await engine.accept(ada.id, LearnerInput(text="Ada asks first"))
             b = await engine.accept(bo.id, LearnerInput(text="Bo asks second"))
             ta = asyncio.create_task(engine.respond(a, first))
-            await asyncio.sleep(0.2)  # Ada's call is in flight
+            # Bo asks once Ada's call is in flight (a fixed wait assumed the machine's pace:
+            # reading Ada's message by meaning can take longer than 0.2 s on a busy one)
+            deadline = time.monotonic() + 20
+            while not server.requests and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
             tb = asyncio.create_task(engine.respond(b, second))
             return await ta, await tb
 
