@@ -23,7 +23,10 @@ from tutor.contract import (
 )
 
 TEXT = st.text(max_size=40)
-WORDS = st.text(alphabet=st.characters(categories=("L", "N", "Zs", "P", "So")), min_size=1, max_size=60)
+# Words to show: at least one character that is not a space (a paragraph of spaces alone
+# shows nothing, and such a reply is rightly invalid: tutor.contract.parsing.has_content).
+WORDS = st.text(alphabet=st.characters(categories=("L", "N", "Zs", "P", "So")), min_size=1,
+                max_size=60).filter(str.strip)
 SNAKE = st.from_regex(r"\A[a-z][a-z0-9_]{0,12}\Z")
 
 
