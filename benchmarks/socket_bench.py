@@ -352,7 +352,7 @@ def run_app(args: argparse.Namespace, root: str, workers: int, recorded: dict[st
             time.sleep(args.pause)
             with asyncio.Runner(loop_factory=event_loop("auto")) as runner:
                 w, tabs = runner.run(wave(app.url, pids, recorded, learners, args.messages, args.timeout,
-                                                 args.texts == "unique"))
+                                          unique=args.texts == "unique"))
             for e in w.errors[:3]:
                 print(f"  a learner failed: {e}", file=sys.stderr)
             w.check = check_database(db_url, [t.client_id for tab in tabs for t in tab.turns], w.tag)
