@@ -60,6 +60,7 @@ _SENTENCE = re.compile(r"[^.!?;:,\n]+")
 _PIECES = re.compile(r"[,;/\n]+|\s-\s")
 _JOIN = re.compile(r"\s*(?:,\s*)?\b(?:but|while|whereas|and|however|although|nhưng|còn|trong khi|nhung|con)\b\s*",
                    re.IGNORECASE)
+_PUNCT = ".,;:!?\"'()"  # stripped from the words either side of a join ("worse and worse.")
 _TO_JUDGE = re.compile(
     r"(?:\b(?:give|award|grant|mark|score|rate|grade)\s+(?:me|this|it|my\s+answer|the\s+answer)\b.{0,30}?"
     r"(?:\b10\b|\bten\b|full|100|max|perfect|pass|correct|right|master)"
@@ -72,9 +73,6 @@ _TO_JUDGE = re.compile(
     r"|\bcham\s+(?:minh|toi|em|cho)?\s*(?:10|muoi|diem\s+toi\s+da|dung)"
     r"|\bbỏ\s+qua\s+(?:hướng\s+dẫn|yêu\s+cầu|tiêu\s+chí)|\bbo\s+qua\s+(?:huong\s+dan|yeu\s+cau|tieu\s+chi))",
     re.IGNORECASE)
-
-
-_PUNCT = ".,;:!?\"'()"
 
 
 def addressed_to_judge(text: str) -> bool:

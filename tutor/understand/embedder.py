@@ -156,6 +156,7 @@ def embed_threads(env=None) -> int:
 _embedder: Embedder | None = None
 _load_lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()  # not _load_lock: the event loop must not wait out a model load
 
 
 def embedder() -> Embedder:
@@ -172,7 +173,7 @@ def embedder() -> Embedder:
 def _embedding_threads() -> ThreadPoolExecutor:
     global _executor
     if _executor is None:
-        with _load_lock:
+        with _executor_lock:
             if _executor is None:
                 _executor = ThreadPoolExecutor(max_workers=embed_threads(), thread_name_prefix="embed")
     return _executor
