@@ -29,7 +29,7 @@ from tutor.risk._lines import parse_yaml
 from tutor.risk.config import REPO_ROOT, SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
 
-__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV_SET", "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError",
+__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV_SET", "HOLDOUT2_SET", "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError",
            "Report", "evaluate", "format_report", "load_labelled_set", "load_rated_set"]
 
 DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
@@ -38,6 +38,10 @@ DEV_SET = REPO_ROOT / "evals" / "safety" / "dev.yaml"
 # the first was tuned to the goals (recall 95%, false alarms 2.5%) and no longer told much.
 DEV2_SET = REPO_ROOT / "evals" / "safety" / "dev2.yaml"
 HOLDOUT_SET = REPO_ROOT / "evals" / "safety" / "holdout.yaml"
+# A third development set and a second held-out set, twins written together by someone who saw
+# neither the bank nor the other sets; the held-out one committed first and never tuned on.
+DEV3_SET = REPO_ROOT / "evals" / "safety" / "dev3.yaml"
+HOLDOUT2_SET = REPO_ROOT / "evals" / "safety" / "holdout2.yaml"
 MIN_RECALL = 0.90
 MAX_FALSE_POSITIVE_RATE = 0.03
 IMMINENT_KINDS = ("plan", "preparation", "means", "timing", "farewell", "attempt")
