@@ -91,27 +91,36 @@ def test_held_out_numbers_do_not_regress(config, path):
 
 
 # Both layers (phrases and meaning) as the app runs them, on the project's own set, the
-# development set the semantic layer was tuned on and the held-out set it never was (written
+# development sets the semantic layer was tuned on and the held-out sets it never was (written
 # before any tuning, committed alone, never edited). Floors at what was measured, with two
 # messages of slack (the classifier's arithmetic may differ in the last bits on another CPU):
 #   messages.yaml 196/197 caught, 4/145 false positives
-#   dev.yaml      114/120, 2/120; plans, preparations, means, timing, farewells, attempts 40/42
-#   dev2.yaml     97/100, 16/100; 25/26 (written later, by someone who saw neither bank nor sets)
-#   holdout.yaml  128/150, 15/150; 35/44 (130/150 before a second label needed exemplars of its own)
+#   dev.yaml      112/120, 2/120; plans, preparations, means, timing, farewells, attempts 39/42
+#   dev2.yaml     98/100, 8/100; 25/26 (written later, by someone who saw neither bank nor sets)
+#   dev3.yaml     76/80, 10/80; 36/40 (the twin of holdout2, written with it)
+#   holdout.yaml  128/150, 11/150; 32/44
+#   holdout2.yaml 73/80, 13/80; 36/40 (written by someone who saw neither bank nor sets)
+# Before the context exemplars (exemplars_*-context.yaml) and the attempt, farewell and bleeding
+# phrases they came with: dev 114/120, 2/120, 40/42; dev2 98/100, 12/100; dev3 74/80, 17/80,
+# 34/40; holdout 128/150, 13/150, 35/44 (the context exemplars cost the held-out set three of
+# its plans and farewells while saving two false alarms); holdout2 74/80, 22/80, 36/40.
 # (Before the low-mood exemplars, exemplars_*-lowmood.yaml: dev 3/120 and holdout 34/44.)
 # (Before the understated exemplars and the Vietnamese negations: 196/197, 4/145; 109/120,
 # 10/120, 37/42; 123/150, 15/150, 32/44.
 # Before the nearest exemplars counted in the score: 192/197, 7/145; 101/120, 12/120, 33/42;
 # 122/150, 15/150, 32/44 on the machine that measured both.)
 # The goals (recall >= 90%, every imminent kind caught, <= 3% false positives) are not
-# met on dev or holdout: `tutor safety eval` says so, and these floors only stop a regression.
-from tutor.risk.evaluate import DEV2_SET, DEV_SET, HOLDOUT_SET  # noqa: E402
+# met on the development or held-out sets: `tutor safety eval` says so, and these floors only
+# stop a regression.
+from tutor.risk.evaluate import DEV2_SET, DEV3_SET, DEV_SET, HOLDOUT2_SET, HOLDOUT_SET  # noqa: E402
 
 BOTH_LAYERS = {
     DEFAULT_SET: ((196, 197), (4, 145), (0, 0)),
-    DEV_SET: ((114, 120), (2, 120), (40, 42)),
-    DEV2_SET: ((97, 100), (16, 100), (25, 26)),
-    HOLDOUT_SET: ((128, 150), (15, 150), (35, 44)),
+    DEV_SET: ((112, 120), (2, 120), (39, 42)),
+    DEV2_SET: ((98, 100), (8, 100), (25, 26)),
+    DEV3_SET: ((76, 80), (10, 80), (36, 40)),
+    HOLDOUT_SET: ((128, 150), (11, 150), (32, 44)),
+    HOLDOUT2_SET: ((73, 80), (13, 80), (36, 40)),
 }
 SLACK = 2
 
@@ -147,8 +156,9 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # The dev files gained 83 questions later (questions_*_more.yaml): re-measured then (25 of 546;
 # before, 19 of 463). With the nearest exemplars in the score: dev 27, held out 20. With the
 # understated crisis exemplars (exemplars_*-understated.yaml): dev 28, held out 24. With the
-# low-mood exemplars (exemplars_*-lowmood.yaml): dev 22, held out 25.
-LESSON_TALK = {"dev": (22, 546), "holdout": (25, 531)}
+# low-mood exemplars (exemplars_*-lowmood.yaml): dev 22, held out 25. With the context
+# exemplars (exemplars_*-context.yaml): dev 25, held out 20.
+LESSON_TALK = {"dev": (25, 546), "holdout": (20, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))

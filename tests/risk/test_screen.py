@@ -97,6 +97,7 @@ def test_an_overdose_is_both_a_medical_emergency_and_self_harm(config):
     "took my sleeping pills with half a bottle of vodka and now I feel heavy",
     "máu chảy mãi không cầm, em phải làm sao",
     "mau tham het 2 cai khan ma van chua dung",
+    "em vừa đứt tay, máu chảy nhiều quá không cầm được",
 ])
 def test_pills_with_drink_and_bleeding_that_goes_on_are_medical_emergencies(config, text):
     assert "medical_emergency" in labels(text, config)
@@ -259,8 +260,11 @@ def test_replies_come_in_the_language_asked_for(config):
     ("I'm standing on the wrong side of the railing on the bridge", None),
     ("I already took all the tablets I had, I feel dizzy", "already took all the tablets"),
     ("Hẹn gặp lại mọi người ở kiếp sau", "gặp lại mọi người ở kiếp sau"),
+    ("dung tim e nha, kiep sau gap lai", "kiep sau gap lai"),
     ("day la tin nhan cuoi cung cua minh truoc khi ra di", "tin nhan cuoi cung cua minh truoc khi ra di"),
     ("Mình vừa trèo qua lan can cầu rồi", "vừa trèo qua lan can cầu"),
+    ("hôm thứ 7 mình thử treo cổ rồi mà dây đứt", "thử treo cổ"),
+    ("ngu 1 giac ko day luon chac suong", "ngu 1 giac ko day luon"),
 ])
 def test_farewells_arrangements_and_acts_under_way_are_self_harm(config, text, evidence):
     flags = screen(text, config)
@@ -293,6 +297,8 @@ def test_farewells_arrangements_and_acts_under_way_are_self_harm(config, text, e
     "ngày cuối cùng của cuộc đời sinh viên rồi",
     "Đây là tin nhắn cuối cùng của mình hôm nay nhé, mai học tiếp",
     "I'm doing it tonight with my study group",
+    "tối qua mình đã uống thuốc ngủ bác sĩ kê nên ngủ ngon hơn",
+    "cuối tuần ngủ một giấc tới trưa mới dậy",
 ])
 def test_an_everyday_last_message_or_plan_is_not_a_farewell(config, text):
     assert "self_harm" not in labels(text, config), text
