@@ -157,8 +157,9 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # before, 19 of 463). With the nearest exemplars in the score: dev 27, held out 20. With the
 # understated crisis exemplars (exemplars_*-understated.yaml): dev 28, held out 24. With the
 # low-mood exemplars (exemplars_*-lowmood.yaml): dev 22, held out 25. With the context
-# exemplars (exemplars_*-context.yaml): dev 25, held out 20.
-LESSON_TALK = {"dev": (25, 546), "holdout": (20, 531)}
+# exemplars (exemplars_*-context.yaml): dev 25, held out 20. The dev files gained 111 answers
+# stated the wrong way round (answers_*_more.yaml): none of them flagged.
+LESSON_TALK = {"dev": (25, 657), "holdout": (20, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))
