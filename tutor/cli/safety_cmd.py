@@ -4,11 +4,11 @@ while writing the learner-safety configuration (modules/safety/default.yaml).
 `check` validates a safety file and prints ``file:line: message`` problems (exit 1 on any).
 `eval` screens labelled sets — by default the project's own (evals/safety/messages.yaml),
 the development sets it is tuned on (dev.yaml, dev2.yaml, dev3.yaml) and the held-out sets
-never tuned on (holdout.yaml, holdout2.yaml) — and prints for each, per label, language and kind, recall on crisis
-messages and the false-positive rate on ordinary ones, with the screen's CPU per message
-measured in this run; exit 1 when a set is below the goals (recall >= 90%, every plan,
-preparation, means, timing, farewell and attempt caught, false positives <= 3%), 2 when a
-file cannot be used.
+never tuned on (holdout.yaml, holdout2.yaml) — and prints for each, per label, language and
+kind, recall on crisis messages and the false-positive rate on ordinary ones, with the
+screen's CPU per message measured in this run; exit 1 when a set is below the goals
+(recall >= 90%, every plan, preparation, means, timing, farewell and attempt caught, false
+positives <= 3%), 2 when a file cannot be used.
 
 `prepare` trains the semantic layer now (its exemplar vectors are computed once and kept
 on disk): scripts/run.sh runs it, so the first start of the app does not wait for it.
@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     evaluate = actions.add_parser("eval", help="recall and false positives of the offline screen on labelled sets")
     evaluate.add_argument("--set", dest="set_paths", type=Path, action="append",
-                          help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, dev2.yaml, dev3.yaml, holdout.yaml, holdout2.yaml); "
+                          help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, "
+                               "dev2.yaml, dev3.yaml, holdout.yaml, holdout2.yaml); "
                                "a .json file is a public list rated 0-8 (user_query, Risk_level): "
                                "from 3 a crisis, 0-1 ordinary")
     evaluate.add_argument("--layers", choices=("both", "phrases", "semantic"), default="both",

@@ -29,8 +29,9 @@ from tutor.risk._lines import parse_yaml
 from tutor.risk.config import REPO_ROOT, SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
 
-__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV_SET", "HOLDOUT2_SET", "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError",
-           "Report", "evaluate", "format_report", "load_labelled_set", "load_rated_set"]
+__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV_SET", "HOLDOUT2_SET", "HOLDOUT_SET", "IMMINENT_KINDS",
+           "LabelledMessage", "LabelledSetError", "Report", "evaluate", "format_report", "load_labelled_set",
+           "load_rated_set"]
 
 DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
 DEV_SET = REPO_ROOT / "evals" / "safety" / "dev.yaml"
