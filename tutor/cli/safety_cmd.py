@@ -95,12 +95,7 @@ def _screen_for(layers: str, config):
 def run_eval(args: argparse.Namespace) -> int:
     from tutor.risk.config import SafetyConfigError, load_safety
     from tutor.risk.evaluate import (
-        DEFAULT_SET,
-        DEV2_SET,
-        DEV3_SET,
-        DEV_SET,
-        HOLDOUT2_SET,
-        HOLDOUT_SET,
+        EVAL_SETS,
         LabelledSetError,
         evaluate,
         format_report,
@@ -108,7 +103,7 @@ def run_eval(args: argparse.Namespace) -> int:
         report_json,
     )
 
-    paths = args.set_paths or [DEFAULT_SET, DEV_SET, DEV2_SET, DEV3_SET, HOLDOUT_SET, HOLDOUT2_SET]
+    paths = args.set_paths or list(EVAL_SETS)
     try:
         config = load_safety(args.config)
         sets = [(path, load_labelled_set(path, set(config.labels))) for path in paths]

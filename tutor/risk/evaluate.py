@@ -29,9 +29,9 @@ from tutor.risk._lines import parse_yaml
 from tutor.risk.config import REPO_ROOT, SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
 
-__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV_SET", "HOLDOUT2_SET", "HOLDOUT_SET", "IMMINENT_KINDS",
-           "LabelledMessage", "LabelledSetError", "Report", "evaluate", "format_report", "load_labelled_set",
-           "load_rated_set"]
+__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV_SET", "EVAL_SETS", "HOLDOUT2_SET", "HOLDOUT_SET",
+           "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError", "Report", "evaluate", "format_report",
+           "load_labelled_set", "load_rated_set"]
 
 DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
 DEV_SET = REPO_ROOT / "evals" / "safety" / "dev.yaml"
@@ -43,6 +43,8 @@ HOLDOUT_SET = REPO_ROOT / "evals" / "safety" / "holdout.yaml"
 # neither the bank nor the other sets; the held-out one committed first and never tuned on.
 DEV3_SET = REPO_ROOT / "evals" / "safety" / "dev3.yaml"
 HOLDOUT2_SET = REPO_ROOT / "evals" / "safety" / "holdout2.yaml"
+# What `tutor safety eval` screens by default, in the order it prints them.
+EVAL_SETS = (DEFAULT_SET, DEV_SET, DEV2_SET, DEV3_SET, HOLDOUT_SET, HOLDOUT2_SET)
 MIN_RECALL = 0.90
 MAX_FALSE_POSITIVE_RATE = 0.03
 IMMINENT_KINDS = ("plan", "preparation", "means", "timing", "farewell", "attempt")
