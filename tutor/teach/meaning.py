@@ -37,7 +37,6 @@ from tutor.understand import (
     VectorCache,
     embedder,
     fold_accents,
-    model_id,
     ngram_rows,
     windows,
 )
@@ -105,22 +104,22 @@ class ModuleVectors:
             for start, end in windows(passage.text, WINDOW_WORDS):
                 texts.append(f"{passage.section_title}. {passage.text[start:end]}")
                 owner.append(i)
-        self.windows = VectorCache(model_id(), f"passages-{module.id}").vectors(
+        self.windows = VectorCache(model.id, f"passages-{module.id}").vectors(
             texts, lambda batch: model.embed_many(batch, passages=True)) if texts else np.zeros((0, 1), np.float32)
         self.owner = np.array(owner, dtype=np.intp)
         self.count = len(index.passages)
         by_id = {t.id: t for t in module.topics}
         cards = [_card(by_id[t]) if t in by_id else module.title for t in index.topics]
-        self.cards = VectorCache(model_id(), f"cards-{module.id}").vectors(cards, model.embed_many) \
+        self.cards = VectorCache(model.id, f"cards-{module.id}").vectors(cards, model.embed_many) \
             if cards else np.zeros((0, 1), np.float32)
         self.topics = _topic_reader(module, index)
         doing = {t.id for p in module.phases if p.practice for sec in p.sections for t in sec.topics}
         self.practice = np.array([float(t in doing) for t in index.topics])  # per topic: a thing to do
         checks = [check for topic in module.topics for check in topic.checks]
-        rows = VectorCache(model_id(), f"checks-{module.id}").vectors(
+        rows = VectorCache(model.id, f"checks-{module.id}").vectors(
             [check_text(c) for c in checks], model.embed_many) if checks else []
         self.checks = {c.id: row for c, row in zip(checks, rows)}  # what an answer to each check is about
-        self.not_covered = VectorCache(model_id(), f"not-covered-{module.id}").vectors(
+        self.not_covered = VectorCache(model.id, f"not-covered-{module.id}").vectors(
             list(module.not_covered), model.embed_many) if module.not_covered else np.zeros((0, 1), np.float32)
 
     @classmethod

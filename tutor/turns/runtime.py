@@ -20,6 +20,7 @@ from tutor.teach import understanding
 from tutor.turns.alerts import Alerter, AlertSettings
 from tutor.turns.engine import Engine
 from tutor.understand.embedder import embed_threads
+from tutor.understand.engine import engine_choice
 
 log = logging.getLogger(__name__)
 _engine: Engine | None = None
@@ -37,6 +38,7 @@ def get_engine() -> Engine:
             settings = LLMSettings.from_env()  # ConfigError says which variable to set
             usage = UsageSettings.from_env()
             embed_threads()  # TUTOR_EMBED_THREADS: a wrong value is said now, not at the first message
+            engine_choice()  # TUTOR_EMBED_ENGINE, likewise
             cpu_pin.pin_from_env()  # TUTOR_PIN_CPU=auto: this worker on a CPU of its own
             store = open_database()  # makes a missing SQLite folder; migrates
             library = load_library()

