@@ -150,6 +150,8 @@ def screen_ready(library, started: float, command: str) -> bool:
         print(f"{command}: no semantic layer (see the message above; `tutor safety check` "
               "lists an exemplar bank's problems)", file=sys.stderr)
         return False
+    from tutor.understand import embedder
+
     print(f"safety screen ready: {len(semantic.classifier.classes)} classes, bank {semantic.version}, "
-          f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+          f"model {embedder().id}, {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return True
