@@ -109,6 +109,19 @@ def test_without_a_compiler_auto_falls_back_to_the_wheel_and_native_says_why(mon
         Embedder()
 
 
+def test_a_cache_folder_that_cannot_be_written_keeps_the_wheels_engine(monkeypatch, tmp_path):
+    wheel_id = _wheel(monkeypatch).id
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("TUTOR_CACHE_DIR", str(blocked))
+    monkeypatch.setenv("TUTOR_EMBED_ENGINE", "auto")
+    monkeypatch.setattr(engine_mod, "_chosen", None)
+    assert engine_mod.engine().library is None and Embedder().id == wheel_id
+    if _vnni():  # the reason is one an operator can act on
+        with pytest.raises(EngineUnavailable, match="TUTOR_CACHE_DIR"):
+            build_native(blocked)
+
+
 def test_a_source_that_does_not_compile_leaves_no_library_behind(monkeypatch, tmp_path):
     if not _vnni():
         return  # no build is attempted on this CPU (the test above covers it)

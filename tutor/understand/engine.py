@@ -116,9 +116,12 @@ def build_native(folder: Path | None = None) -> Path:
 
 
 def _compile(compiler: str, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
-    os.close(fd)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
+        os.close(fd)
+    except OSError as exc:
+        raise EngineUnavailable(f"no writable folder for the native engine ({exc}): set TUTOR_CACHE_DIR") from None
     errors = []
     try:
         # With glibc's vector maths library first (GELU 16 lanes at a time), then without it.
