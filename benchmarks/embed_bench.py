@@ -15,13 +15,8 @@ import time
 
 import numpy as np
 
+from benchmarks.safety_bench import percentiles
 from tutor.risk.evaluate import EVAL_SETS, load_labelled_set
-
-
-def _percentiles(values: list[float]) -> tuple[float, float, float]:
-    ordered = sorted(values)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
-    return pick(0.50), pick(0.95), pick(0.99)
 
 
 def _measure(model, texts: list[str]) -> tuple[list[float], np.ndarray]:
@@ -58,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, model in engines.items():
         costs, rows = _measure(model, texts)
         vectors.append(rows)
-        p = _percentiles(costs)
+        p = percentiles(costs)
         baseline = baseline or p
         ratio = "  ".join(f"{a / b:.2f}x" for a, b in zip(p, baseline))
         print(f"{name:32}{p[0]:8.2f}{p[1]:8.2f}{p[2]:8.2f}   {ratio}")

@@ -32,7 +32,8 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _percentiles(values: list[float]) -> tuple[float, float, float]:
+def percentiles(values: list[float]) -> tuple[float, float, float]:
+    """p50, p95 and p99 of `values` (the nearest rank at or above)."""
     ordered = sorted(values)
     pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
     return pick(0.50), pick(0.95), pick(0.99)
@@ -84,10 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'':26}{'p50':>9}{'p95':>9}{'p99':>9}")
     rows = [("baseline: embedding alone", baseline), ("phrases alone", phrases), ("both layers", both)]
     for name, values in rows:
-        p50, p95, p99 = _percentiles(values)
+        p50, p95, p99 = percentiles(values)
         print(f"{name:26}{p50:8.2f} {p95:8.2f} {p99:8.2f}  ms")
-    b50, b95, b99 = _percentiles(baseline)
-    o50, o95, o99 = _percentiles(both)
+    b50, b95, b99 = percentiles(baseline)
+    o50, o95, o99 = percentiles(both)
     print(f"{'both / baseline':26}{o50 / b50:8.2f}x{o95 / b95:8.2f}x{o99 / b99:8.2f}x")
     print(f"4000-character message: {sum(long_ms) / len(long_ms):.0f} ms of CPU")
     print(f"model and classifier: loaded in {load_s:.2f} s (from the disk cache), memory {before:.0f} -> "

@@ -12,7 +12,7 @@ import pytest
 from tutor.settings import ConfigError
 from tutor.understand import engine as engine_mod
 from tutor.understand.embedder import Embedder, EmbedderUnavailable
-from tutor.understand.engine import EngineUnavailable, build_native, engine_choice
+from tutor.understand.engine import EngineUnavailable, build_native, cpu_has_vnni, engine_choice
 
 TEXTS = [
     "I have been saving up my sleeping pills for a while now. I think I have enough.",
@@ -23,10 +23,6 @@ TEXTS = [
 ]
 # past the model's 512 tokens: read in several windows by the engine itself
 LONG = " ".join(["The stress bucket fills with every worry and empties when you rest."] * 60)
-
-
-def _vnni() -> bool:
-    return {"avx512_vnni", "avx512bw", "avx512f"} <= engine_mod._cpu_flags()
 
 
 def _wheel(monkeypatch) -> Embedder:
@@ -46,7 +42,7 @@ def test_auto_takes_the_native_engine_exactly_where_the_cpu_has_vnni_and_it_comp
         monkeypatch, tmp_path):
     wheel = _wheel(monkeypatch)
     auto = _auto(monkeypatch, tmp_path)
-    if not _vnni():  # another CPU: nothing is built and the wheel's engine runs
+    if not cpu_has_vnni():  # another CPU: nothing is built and the wheel's engine runs
         assert auto.id == wheel.id and not (tmp_path / "engine").exists()
         return
     assert auto.id.startswith(wheel.id + "-vnni-")  # its vectors are kept apart from the wheel's
@@ -65,7 +61,7 @@ def test_the_native_engine_costs_less_cpu_than_the_wheels(monkeypatch, tmp_path)
     choosing a slower engine. This thread's CPU time (one model thread: the engine computes
     in the calling thread), the fastest of several measurements: other work on the machine
     only ever adds to a measurement."""
-    if not _vnni():
+    if not cpu_has_vnni():
         with pytest.raises(EngineUnavailable, match="VNNI"):
             build_native(tmp_path)
         return
@@ -117,13 +113,13 @@ def test_a_cache_folder_that_cannot_be_written_keeps_the_wheels_engine(monkeypat
     monkeypatch.setenv("TUTOR_EMBED_ENGINE", "auto")
     monkeypatch.setattr(engine_mod, "_chosen", None)
     assert engine_mod.engine().library is None and Embedder().id == wheel_id
-    if _vnni():  # the reason is one an operator can act on
+    if cpu_has_vnni():  # the reason is one an operator can act on
         with pytest.raises(EngineUnavailable, match="TUTOR_CACHE_DIR"):
             build_native(blocked)
 
 
 def test_a_source_that_does_not_compile_leaves_no_library_behind(monkeypatch, tmp_path):
-    if not _vnni():
+    if not cpu_has_vnni():
         return  # no build is attempted on this CPU (the test above covers it)
     broken = tmp_path / "src"
     broken.mkdir()

