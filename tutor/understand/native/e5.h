@@ -21,8 +21,8 @@ void      e5_free(e5_model *m);
 /* Token count (incl. specials) for usage reporting. */
 int e5_token_count(e5_model *m, const char *text, int is_query);
 
-/* 1 when built with the AVX-512 VNNI kernel (Tutor's copy). */
-int e5_vnni(void);
+/* 1 when built with the expanded-weight product (Tutor's copy; needs AVX2 and FMA). */
+int e5_expanded(void);
 
 /* Embedding dimension (384). */
 int       e5_dim(const e5_model *m);
