@@ -577,6 +577,59 @@ static int tok_content(const tokenizer *t, const char *text,
  * pos   : per-token position id (resets to 0 at each segment start)
  * sstart/send[gi] : the [start,end) token range of gi's segment
  * segoff: nseg+1 segment offsets; out holds nseg*H embeddings */
+#ifdef E5_X
+/* Tutor: one token's attention over one head of 32 dimensions, 8 lanes at a time. Scores:
+ * the keys transposed per head (kt: row e of head h holds every token's e-th number), so
+ * 32 keys' scores build up in four registers with one multiply-add per dimension, instead
+ * of a horizontal sum per key; the weighted values: the 32 outputs in four registers over
+ * all keys, instead of a load and a store of each per key. */
+static void attend32(const float *RESTRICT qh, const float *RESTRICT kt, int T, const float *RESTRICT v,
+                     int H, int s0, int s1, float scale, float *RESTRICT prob, float *RESTRICT ch) {
+    float qs[32];
+    for (int e = 0; e < 32; e++) qs[e] = qh[e] * scale;
+    int s = s0;
+    for (; s + 32 <= s1; s += 32) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int e = 0; e < 32; e++) {
+            const float *kr = kt + (size_t)e * T + s;
+            __m256 qe = _mm256_set1_ps(qs[e]);
+            a0 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kr), a0);
+            a1 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kr + 8), a1);
+            a2 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kr + 16), a2);
+            a3 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kr + 24), a3);
+        }
+        _mm256_storeu_ps(prob + s - s0, a0);      _mm256_storeu_ps(prob + s - s0 + 8, a1);
+        _mm256_storeu_ps(prob + s - s0 + 16, a2); _mm256_storeu_ps(prob + s - s0 + 24, a3);
+    }
+    for (; s + 8 <= s1; s += 8) {
+        __m256 a = _mm256_setzero_ps();
+        for (int e = 0; e < 32; e++) a = _mm256_fmadd_ps(_mm256_set1_ps(qs[e]), _mm256_loadu_ps(kt + (size_t)e * T + s), a);
+        _mm256_storeu_ps(prob + s - s0, a);
+    }
+    for (; s < s1; s++) {
+        float d = 0.f;
+        for (int e = 0; e < 32; e++) d += qs[e] * kt[(size_t)e * T + s];
+        prob[s - s0] = d;
+    }
+    float mx = -1e30f;
+    for (s = s0; s < s1; s++) if (prob[s - s0] > mx) mx = prob[s - s0];
+    float sum = 0.f;
+#pragma omp simd reduction(+:sum)
+    for (s = s0; s < s1; s++) { float e = expf(prob[s - s0] - mx); prob[s - s0] = e; sum += e; }
+    __m256 inv = _mm256_set1_ps(1.f / sum);
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    for (s = s0; s < s1; s++) {
+        __m256 p = _mm256_mul_ps(_mm256_set1_ps(prob[s - s0]), inv);
+        const float *vh = v + (size_t)s * H;
+        c0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh), c0);
+        c1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 8), c1);
+        c2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 16), c2);
+        c3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 24), c3);
+    }
+    _mm256_storeu_ps(ch, c0); _mm256_storeu_ps(ch + 8, c1); _mm256_storeu_ps(ch + 16, c2); _mm256_storeu_ps(ch + 24, c3);
+}
+#endif
+
 static int forward_batch(e5_model *m, const int *ids, const int *pos,
                          const int *sstart, const int *send,
                          const int *segoff, int nseg, int T, float *out,
@@ -593,6 +646,9 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     float *fo  = (float *)malloc(TH * sizeof(float));
     int nbmax = FF / QK;
     int8_t  *aq = (int8_t *)malloc((size_t)T * FF);
+#ifdef E5_X
+    float *kt = hd == 32 ? (float *)malloc(TH * sizeof(float)) : NULL;  /* the keys, per head transposed */
+#endif
     float   *ad = (float *)malloc((size_t)T * nbmax * sizeof(float));
     int32_t *as = (int32_t *)malloc((size_t)T * nbmax * sizeof(int32_t));
 #define QUANT(X, NIN) quantize_acts((X), T, (NIN), aq, ad, as)
@@ -622,6 +678,23 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
         MAT(ly->xk, ly->kw, ly->kb, k, H, H);
         MAT(ly->xv, ly->vw, ly->vb, v, H, H);
         /* scaled dot-product attention, restricted to each text's own tokens */
+#ifdef E5_X
+        if (kt) {
+#pragma omp parallel for schedule(static)
+            for (int i = 0; i < H; i++)
+                for (int t = 0; t < T; t++) kt[(size_t)i * T + t] = k[(size_t)t * H + i];
+#pragma omp parallel
+            {
+                float *prob = (float *)malloc(sizeof(float) * (size_t)m->MAXP);
+#pragma omp for collapse(2) schedule(static)
+                for (int t = 0; t < T; t++)
+                    for (int h = 0; h < NH; h++)
+                        attend32(q + (size_t)t * H + h * hd, kt + (size_t)h * hd * T, T, v + h * hd, H,
+                                 sstart[t], send[t], scale, prob, ctx + (size_t)t * H + h * hd);
+                free(prob);
+            }
+        } else
+#endif
 #pragma omp parallel
         {
             float *prob = (float *)malloc(sizeof(float) * (size_t)m->MAXP);
@@ -683,6 +756,9 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
 
     free(x); free(q); free(k); free(v); free(ctx); free(ao); free(mid); free(fo);
     free(aq); free(ad); free(as);
+#ifdef E5_X
+    free(kt);
+#endif
     return 0;
 #undef QUANT
 #undef MAT
