@@ -45,7 +45,7 @@ _REFILL_JS = r"""
   const name = new URLSearchParams(window.location.search).get('username');
   const fill = (tries) => {
     const box = document.getElementById('username');
-    if (box) { if (name && !box.value) { box.value = name.slice(0, 64); } return; }
+    if (box && !box.closest('[hidden]')) { if (name && !box.value) { box.value = name.slice(0, 64); } return; }
     if (tries > 0) { setTimeout(() => fill(tries - 1), 50); }
   };
   fill(200);
@@ -87,8 +87,13 @@ def _error() -> rx.Component:
 
 def _page(title: str, form: rx.Component, other: rx.Component) -> rx.Component:
     # The form shows once the page is live: a box typed into before that would be emptied
-    # when the page takes over the server-rendered markup.
-    ready = rx.cond(rx.State.is_hydrated, form, rx.el.p(_w("Loading…"), class_name="auth-hint", role="status"))
+    # when the page takes over the server-rendered markup. It is hidden, not taken out, while
+    # the page is not live: the page loads its state again after a lost connection (and may
+    # on a slow first load), and a form made again then would drop what was typed.
+    ready = rx.fragment(
+        rx.el.div(form, hidden=~rx.State.is_hydrated),
+        rx.el.p(_w("Loading…"), class_name="auth-hint", role="status", hidden=rx.State.is_hydrated),
+    )
     return rx.el.main(
         rx.el.header(rx.el.h1("Tutor"), rx.el.p(_w(title)), class_name="home-header"),
         rx.el.section(_error(), ready, other, class_name="auth-card", aria_label=_w(title)),

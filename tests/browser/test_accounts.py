@@ -36,9 +36,11 @@ def sign_up(page: Page, base_url: str, name: str | None = None) -> str:
     page.wait_for_load_state("networkidle")
     page.locator("#create-account").click()
     page.wait_for_url("**/signup**")
-    page.get_by_label("Username").fill(name)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.locator("#signup-submit").click()
+    # The sign-up form's own boxes (the sign-in page has a Username box too).
+    form = page.locator("#signup-form")
+    form.get_by_label("Username").fill(name)
+    form.get_by_label("Password").fill(PASSWORD)
+    form.locator("#signup-submit").click()
     expect(page.locator("#signed-in-as")).to_have_text(name)
     return name
 
