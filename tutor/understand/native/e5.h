@@ -21,7 +21,8 @@ void      e5_free(e5_model *m);
 /* Token count (incl. specials) for usage reporting. */
 int e5_token_count(e5_model *m, const char *text, int is_query);
 
-/* 1 when built with the expanded-weight product (Tutor's copy; needs AVX2 and FMA). */
+/* The expanded-weight product this build has (Tutor's copy): 0 none, 1 AVX2 and FMA,
+ * 2 AVX-512 VNNI. */
 int e5_expanded(void);
 
 /* Embedding dimension (384). */
