@@ -44,6 +44,36 @@ def test_a_negated_direction_is_the_opposite_one(sleep):
     assert reversed_idea(check, "Khi ngủ não ghi nhớ bài học, còn cơ thể thì hồi phục.") is None
 
 
+@pytest.mark.parametrize("check_id, answer, part", [
+    # denies what the model answer states ("In the right amount it is useful")
+    ("anxiety_in_a_nutshell", "Anxiety gets your mind and body ready for trouble later on. In any amount it is "
+     "not useful at all, it just wears you out.", "it is not useful at all"),
+    # states what the model answer denies ("the fear never gets tested")
+    ("safety_behaviour_trap", "It's a thing you do to feel protected, like carrying water everywhere. Because "
+     "of it the fear always gets tested properly.", "the fear always gets tested properly"),
+])
+def test_a_statement_with_its_negation_the_other_way_is_capped(sample, check_id, answer, part):
+    check = sample.find_check(check_id)[1]
+    turned = reversed_idea(check, answer)
+    assert turned is not None and part in turned.answer_clause
+    result = judge_builtin(check, answer)
+    assert result.score <= MISCONCEPTION_CAP < check.threshold and "wrong way round" in result.feedback
+
+
+@pytest.mark.parametrize("check_id, answer", [
+    # "nothing bad happens" says what happens; it does not deny "see what really happens"
+    ("exposure_ladder", "Make a ladder from easy to hard steps and start with one that is hard but doable. "
+     "You stay long enough to see that nothing really happens, and repeat it before the next step."),
+    # the same denial as the model answer, in other words
+    ("anxious_thoughts", "What-if thoughts and expecting the worst. They aren't facts: an anxious brain "
+     "overestimates danger, so a thought feeling true doesn't make it true."),
+])
+def test_a_negation_where_the_model_answer_has_one_too_or_none_is_meant_is_not_a_reversal(sample, check_id,
+                                                                                            answer):
+    check = sample.find_check(check_id)[1]
+    assert reversed_idea(check, answer) is None
+
+
 @pytest.mark.parametrize("check_id, answer", [
     ("stress_bucket", "Every worry adds water until the bucket is nearly full, then one tiny thing makes it spill "
      "over. Sleep, walks and talking let some water out."),

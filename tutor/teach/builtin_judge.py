@@ -14,7 +14,8 @@ How it scores, in the order a learner would want it explained:
      ("not", "never", "don't" ...): capped at 3, and the author's correction is shown;
    - two contrasted ideas swapped (tutor.teach.judge_meaning), or a relation of the check's
      model answer stated the other way round ("stress takes water out" where it pours in;
-     tutor.teach.judge_direction): capped at 3, and the learner is asked to look again;
+     "it is not useful in any amount" where a little is useful; tutor.teach.judge_direction):
+     capped at 3, and the learner is asked to look again;
    - a list of terms rather than an explanation: at least 6 words of which fewer than 1 in 4
      are ordinary connecting words (is, because, the, và, là ...): capped at 4, asked to
      connect the ideas in a sentence;

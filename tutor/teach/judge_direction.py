@@ -11,7 +11,9 @@ in OPPOSITES — up or down, faster or slower, filling or emptying, danger or sa
 keeping or erasing, mending or wearing out — and they disagree, the answer has reversed an
 idea. A negation just before a direction word turns it ("the body does not recover" is the
 opposite of "the body recovers"), and a clause naming both directions, or tied between
-reference clauses that disagree, says nothing sure. English and Vietnamese: direction words
+reference clauses that disagree, says nothing sure. A clause that shares at least half of
+its nearest reference clauses' content words has also reversed the idea when it denies what
+they state or states what they deny ("genes don't play any part" / "genes do play a part"). English and Vietnamese: direction words
 are matched with accents folded, Vietnamese content words keep theirs.
 """
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tutor.content.material import Check
-from tutor.teach.judge_meaning import CONNECTING, NEGATIONS, Clauses, clauses, negated_before
+from tutor.teach.judge_meaning import CONNECTING, NEGATION_WINDOW, NEGATIONS, Clauses, clauses, negated_before
 from tutor.teach.phrases import AnswerText, compile_phrase
 
 __all__ = ["OPPOSITES", "Reversal", "reversed_idea"]
@@ -75,6 +77,7 @@ class _Read:
     text: str
     content: frozenset[str]  # the words it is about
     directions: dict[int, bool]  # group -> which way (False: the first of the pair)
+    negated: frozenset[str]  # content words with a negation just before them ("don't bring relief")
 
 
 def _read(text: str, found: AnswerText | None = None) -> _Read:
@@ -94,7 +97,14 @@ def _read(text: str, found: AnswerText | None = None) -> _Read:
     for group in ambiguous:
         del directions[group]
     content = _content(text, found, direction_words)
-    return _Read(text, content, directions)
+    negated = frozenset(w for i, w in enumerate(found.words) if w in content and _denied(found, i))
+    return _Read(text, content, directions, negated)
+
+
+def _denied(found: AnswerText, index: int) -> bool:
+    """A negation in the NEGATION_WINDOW words before word `index`; "nothing" is left out
+    here: "see that nothing bad happens" states what happens, it does not deny it."""
+    return any(w in NEGATIONS and w != "nothing" for w in found.raw[max(0, index - NEGATION_WINDOW):index])
 
 
 def _content(text: str, found: AnswerText, skip: set[int]) -> frozenset[str]:
@@ -116,9 +126,9 @@ def _reference(check: Check) -> tuple[_Read, ...]:
 
 @lru_cache(maxsize=512)
 def _reference_of(example_answer: str, descriptions: tuple[str, ...]) -> tuple[_Read, ...]:
-    """The model answer's clauses and the criteria's descriptions that state a direction."""
+    """The model answer's clauses and the criteria's descriptions."""
     texts = clauses(example_answer) + list(descriptions)
-    return tuple(r for r in (_read(t) for t in texts) if r.directions and r.content)
+    return tuple(r for r in (_read(t) for t in texts) if r.content)
 
 
 def reversed_idea(check: Check, parts: Clauses) -> Reversal | None:
@@ -127,18 +137,42 @@ def reversed_idea(check: Check, parts: Clauses) -> Reversal | None:
     reference = _reference(check)
     if not reference:
         return None
+    directed = [r for r in reference if r.directions]
     for index, (clause, found) in enumerate(zip(parts.texts, parts.found)):
         said = _read(clause, found)
-        if not said.directions or not said.content:
+        if not said.content or _CONDITION.search(clause):
             continue
-        best = max(len(said.content & r.content) for r in reference)
-        if best < _SHARED_AT_LEAST or _CONDITION.search(clause):
-            continue
-        nearest = [r for r in reference if len(said.content & r.content) == best]
-        # each direction is its own relation: turned when every nearest reference clause
-        # that states it states it the other way
-        for group, way in said.directions.items():
-            stating = [r for r in nearest if group in r.directions]
-            if stating and all(r.directions[group] != way for r in stating):
-                return Reversal(clause, stating[0].text, index)
+        turned = _turned_way(said, directed) or _denied_instead(said, reference)
+        if turned is not None:
+            return Reversal(clause, turned.text, index)
+    return None
+
+
+def _turned_way(said: _Read, reference: list[_Read]) -> _Read | None:
+    """A direction the nearest reference clauses state the other way (each direction is its
+    own relation: turned when every nearest clause that states it states it the other way)."""
+    if not said.directions or not reference:
+        return None
+    best = max(len(said.content & r.content) for r in reference)
+    if best < _SHARED_AT_LEAST:
+        return None
+    nearest = [r for r in reference if len(said.content & r.content) == best]
+    for group, way in said.directions.items():
+        stating = [r for r in nearest if group in r.directions]
+        if stating and all(r.directions[group] != way for r in stating):
+            return stating[0]
+    return None
+
+
+def _denied_instead(said: _Read, reference: tuple[_Read, ...]) -> _Read | None:
+    """The same statement with the negation the other way: the clause shares at least half
+    the content words of its nearest reference clauses (two or more), and denies what they
+    all state, or states what they all deny ("genes don't play any part" / "genes do play a
+    part"; "you should take them as facts" / "they are not facts")."""
+    best = max(len(said.content & r.content) for r in reference)
+    if best < _SHARED_AT_LEAST:
+        return None
+    nearest = [r for r in reference if len(said.content & r.content) == best and 2 * best >= len(r.content)]
+    if nearest and all(bool(said.negated & r.content) != bool(r.negated & said.content) for r in nearest):
+        return nearest[0]
     return None
