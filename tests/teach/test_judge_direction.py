@@ -28,6 +28,11 @@ def sleep(library):
      "Getting out teaches your brain the situation was harmless"),
     ("alarm_in_the_body", "When the brain senses a threat, your heart beats slower and the breathing calms, "
      "so you feel ready.", "your heart beats slower"),
+    # the best for the worst, the least useful for the most useful
+    ("spot_a_trap", "A habit of unhelpful thinking. Catastrophising, for example, is jumping to the best outcome "
+     "and calling it likely.", "jumping to the best outcome"),
+    ("grounding_purpose", "You use your senses to come back to the present moment, like 5-4-3-2-1. It is least "
+     "useful when you feel overwhelmed or panicky.", "least useful when you feel overwhelmed"),
 ])
 def test_a_relation_turned_round_is_capped_and_the_part_is_quoted(sample, check_id, answer, part):
     check = sample.find_check(check_id)[1]

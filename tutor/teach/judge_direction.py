@@ -8,7 +8,8 @@ descriptions are the reference. Each of the answer's clauses (tutor.teach.judge_
 paired with the reference clause that shares most of its content words (the things it is
 about: stress, bucket, fear, brain); when both say something about a direction listed
 in OPPOSITES — up or down, faster or slower, filling or emptying, danger or safety,
-keeping or erasing, mending or wearing out — and they disagree, the answer has reversed an
+keeping or erasing, mending or wearing out, over- or underestimating, the worst or the best,
+most or least useful — and they disagree, the answer has reversed an
 idea. A negation just before a direction word turns it ("the body does not recover" is the
 opposite of "the body recovers"), and a clause naming both directions, or tied between
 reference clauses that disagree, says nothing sure. A clause that shares at least half of
@@ -51,6 +52,10 @@ OPPOSITES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("recover*", "repair*", "restor*", "heal", "heals", "healing", "healed", "rebuild*", "hồi phục", "phục hồi",
       "tái tạo", "sửa chữa"),
      ("wear* out", "worn out", "wore out", "damag*", "break* down", "hao mòn", "kiệt sức")),
+    (("overestimat*", "đánh giá quá cao", "phóng đại"), ("underestimat*", "đánh giá quá thấp", "xem nhẹ")),
+    (("the worst", "worst case", "tệ nhất", "xấu nhất"), ("the best", "best case", "tốt nhất")),
+    (("most useful", "most helpful", "works best", "hữu ích nhất", "hiệu quả nhất"),
+     ("least useful", "least helpful", "works worst", "ít hữu ích nhất", "kém hiệu quả nhất")),
 )
 # Left out although they name directions: words that fold (accents dropped) into common
 # other words — "vơi"/"với", "cạn"/"can", "xả"/"xa", "cất"/"cắt", "quên"/"quen", "vá lại"/
