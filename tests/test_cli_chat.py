@@ -147,12 +147,16 @@ def test_a_broken_module_is_refused_with_the_check_message(tmp_path):
     modules = tmp_path / "modules"
     modules.mkdir()
     shutil.copy(BROKEN / "duplicate_topic.yaml", modules / "duplicate_topic.yaml")
-    result = _chat(tmp_path, [], "--module", "duplicate_topic", modules=modules)
+    # An empty cache: a semantic layer made for these modules would be trained into it first
+    # (minutes on a new machine) before the author heard what is wrong.
+    cache = tmp_path / "cache"
+    result = _chat(tmp_path, [], "--module", "duplicate_topic", modules=modules, TUTOR_CACHE_DIR=str(cache))
     assert result.returncode == 2
     assert "duplicate_topic.yaml:18: duplicate topic id 'breathing'" in result.stderr
-    unknown = _chat(tmp_path, [], "--module", "nope", modules=modules)
+    unknown = _chat(tmp_path, [], "--module", "nope", modules=modules, TUTOR_CACHE_DIR=str(cache))
     assert unknown.returncode == 2 and "unknown module 'nope'" in unknown.stderr
     assert not (tmp_path / "chat.db").exists()  # refused before touching the database
+    assert not cache.exists() or not any(cache.rglob("*"))  # and before reading anything by meaning
 
 
 def test_a_bad_backend_setting_is_refused_with_the_variable_to_fix(tmp_path):

@@ -24,7 +24,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from tutor.content.modules import ModuleNotServable, load_library
+from tutor.content.modules import ModuleNotServable, add_semantic, load_library
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import ConfigError, LLMSettings
 from tutor.render.plain import content_lines
@@ -67,8 +67,11 @@ async def _chat(module_id: str, learner: str, as_json: bool, stdin: TextIO, out:
     from tutor.turns.engine import Engine, InputError
 
     settings = LLMSettings.from_env()
-    library = load_library()
-    library.get(module_id)  # refuse a broken module before touching the database
+    # A broken module is refused before the database is touched and before the safety
+    # screen's semantic layer is trained for these modules.
+    library = load_library(semantic=False)
+    library.get(module_id)
+    add_semantic(library)
     store = open_database()  # DatabaseUnavailable names TUTOR_DATABASE_URL
     provider = make_provider(settings)
     engine = Engine(store, provider, library, settings, SafetySettings.from_env())

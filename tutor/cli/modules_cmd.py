@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    library = load_library(args.dir)
+    library = load_library(args.dir, semantic=False)
     for module_id in library.modules:
         print(module_id)
     for source in library.problems:

@@ -62,6 +62,7 @@ __all__ = [
     "Section",
     "Topic",
     "Variable",
+    "add_semantic",
     "check_file",
     "check_text",
     "public_problem",
@@ -197,7 +198,11 @@ def module_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
 
 
-def load_library(directory: str | Path | None = None, assets_dir: Path | None = None) -> Library:
+def load_library(directory: str | Path | None = None, assets_dir: Path | None = None, *,
+                 semantic: bool = True) -> Library:
+    """Every module file in `directory`, checked. `semantic`: with the safety screen's
+    semantic layer (add_semantic); a command that only lists or refuses modules goes without
+    it, since a new set of modules trains it (minutes on a new machine)."""
     directory = Path(directory) if directory is not None else modules_dir()
     library = Library(directory)
     for path in module_files(directory):
@@ -213,7 +218,13 @@ def load_library(directory: str | Path | None = None, assets_dir: Path | None = 
             library.safety[result.module.id] = merged(load_safety(safety_file(directory)), result.module.safety)
         else:
             library.problems[source] = result.problems
-    library.semantic = _semantic_layer(safety_file(directory), list(library.modules.values()))
+    return add_semantic(library) if semantic else library
+
+
+def add_semantic(library: Library) -> Library:
+    """`library` with the safety screen's semantic layer, for its safety file and its
+    modules' words (trained once per content and model, then read from the disk cache)."""
+    library.semantic = _semantic_layer(safety_file(library.directory), list(library.modules.values()))
     return library
 
 
