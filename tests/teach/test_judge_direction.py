@@ -33,9 +33,17 @@ def sleep(library):
      "and calling it likely.", "jumping to the best outcome"),
     ("grounding_purpose", "You use your senses to come back to the present moment, like 5-4-3-2-1. It is least "
      "useful when you feel overwhelmed or panicky.", "least useful when you feel overwhelmed"),
+    # a statement with its negation the other way: denies what the model answer states ("In the
+    # right amount it is useful"), or states what it denies ("the fear never gets tested")
+    ("anxiety_in_a_nutshell", "Anxiety gets your mind and body ready for trouble later on. In any amount it is "
+     "not useful at all, it just wears you out.", "it is not useful at all"),
+    ("safety_behaviour_trap", "It's a thing you do to feel protected, like carrying water everywhere. Because "
+     "of it the fear always gets tested properly.", "the fear always gets tested properly"),
 ])
 def test_a_relation_turned_round_is_capped_and_the_part_is_quoted(sample, check_id, answer, part):
     check = sample.find_check(check_id)[1]
+    turned = reversed_idea(check, answer)
+    assert turned is not None and part in turned.answer_clause
     result = judge_builtin(check, answer)
     assert result.score <= MISCONCEPTION_CAP < check.threshold
     assert part in result.feedback and "wrong way round" in result.feedback
@@ -47,22 +55,6 @@ def test_a_negated_direction_is_the_opposite_one(sleep):
     assert turned is not None and "hồi phục" in turned.answer_clause
     # the same idea, said the right way
     assert reversed_idea(check, "Khi ngủ não ghi nhớ bài học, còn cơ thể thì hồi phục.") is None
-
-
-@pytest.mark.parametrize("check_id, answer, part", [
-    # denies what the model answer states ("In the right amount it is useful")
-    ("anxiety_in_a_nutshell", "Anxiety gets your mind and body ready for trouble later on. In any amount it is "
-     "not useful at all, it just wears you out.", "it is not useful at all"),
-    # states what the model answer denies ("the fear never gets tested")
-    ("safety_behaviour_trap", "It's a thing you do to feel protected, like carrying water everywhere. Because "
-     "of it the fear always gets tested properly.", "the fear always gets tested properly"),
-])
-def test_a_statement_with_its_negation_the_other_way_is_capped(sample, check_id, answer, part):
-    check = sample.find_check(check_id)[1]
-    turned = reversed_idea(check, answer)
-    assert turned is not None and part in turned.answer_clause
-    result = judge_builtin(check, answer)
-    assert result.score <= MISCONCEPTION_CAP < check.threshold and "wrong way round" in result.feedback
 
 
 @pytest.mark.parametrize("check_id, answer", [

@@ -9,24 +9,26 @@ paired with the reference clause that shares most of its content words (the thin
 about: stress, bucket, fear, brain); when both say something about a direction listed
 in OPPOSITES — up or down, faster or slower, filling or emptying, danger or safety,
 keeping or erasing, mending or wearing out, over- or underestimating, the worst or the best,
-most or least useful — and they disagree, the answer has reversed an
-idea. A negation just before a direction word turns it ("the body does not recover" is the
-opposite of "the body recovers"), and a clause naming both directions, or tied between
-reference clauses that disagree, says nothing sure. A clause that shares at least half of
-its nearest reference clauses' content words has also reversed the idea when it denies what
-they state or states what they deny ("genes don't play any part" / "genes do play a part"). English and Vietnamese: direction words
-are matched with accents folded, Vietnamese content words keep theirs.
+most or least useful — and they disagree, the answer has reversed an idea. A negation just
+before a direction word turns it ("the body does not recover" is the opposite of "the body
+recovers"), and a clause naming both directions, or tied between reference clauses that
+disagree, says nothing sure. A clause that shares at least half of its nearest reference
+clauses' content words has also reversed the idea when it denies what they state or states
+what they deny ("genes don't play any part" / "genes do play a part"). English and
+Vietnamese: direction words are matched with accents folded, Vietnamese content words keep
+theirs.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from tutor.content.material import Check
-from tutor.teach.judge_meaning import CONNECTING, NEGATION_WINDOW, NEGATIONS, Clauses, clauses, negated_before
+from tutor.teach.judge_meaning import CONNECTING, NEGATIONS, Clauses, clauses, negated_before
 from tutor.teach.phrases import AnswerText, compile_phrase
 
 __all__ = ["OPPOSITES", "Reversal", "reversed_idea"]
@@ -64,6 +66,8 @@ _SYLLABLE = re.compile(r"\w+")
 # A clause is paired only on two shared content words or more: on one ("the fear"), "the fear
 # drops when you stay" was paired with "the fear grows" (after escaping) and called reversed.
 _SHARED_AT_LEAST = 2
+# Negation words that deny no statement: "see that nothing bad happens" states what happens.
+_NOT_DENIALS = frozenset({"nothing"})
 # A clause under a condition states another relation than the unconditional one it shares
 # words with ("the fear shrinks only if you stay" beside "the fear grows").
 _CONDITION = re.compile(r"\b(?:if|unless|only when|as long as|provided|nếu|trừ khi|miễn là|neu|tru khi|mien la)\b",
@@ -102,14 +106,9 @@ def _read(text: str, found: AnswerText | None = None) -> _Read:
     for group in ambiguous:
         del directions[group]
     content = _content(text, found, direction_words)
-    negated = frozenset(w for i, w in enumerate(found.words) if w in content and _denied(found, i))
+    negated = frozenset(w for i, w in enumerate(found.words)
+                        if w in content and negated_before(found, i, besides=_NOT_DENIALS))
     return _Read(text, content, directions, negated)
-
-
-def _denied(found: AnswerText, index: int) -> bool:
-    """A negation in the NEGATION_WINDOW words before word `index`; "nothing" is left out
-    here: "see that nothing bad happens" states what happens, it does not deny it."""
-    return any(w in NEGATIONS and w != "nothing" for w in found.raw[max(0, index - NEGATION_WINDOW):index])
 
 
 def _content(text: str, found: AnswerText, skip: set[int]) -> frozenset[str]:
@@ -153,15 +152,12 @@ def reversed_idea(check: Check, parts: Clauses) -> Reversal | None:
     return None
 
 
-def _turned_way(said: _Read, reference: list[_Read]) -> _Read | None:
+def _turned_way(said: _Read, reference: Sequence[_Read]) -> _Read | None:
     """A direction the nearest reference clauses state the other way (each direction is its
     own relation: turned when every nearest clause that states it states it the other way)."""
-    if not said.directions or not reference:
+    if not said.directions:
         return None
-    best = max(len(said.content & r.content) for r in reference)
-    if best < _SHARED_AT_LEAST:
-        return None
-    nearest = [r for r in reference if len(said.content & r.content) == best]
+    _, nearest = _nearest(said, reference)
     for group, way in said.directions.items():
         stating = [r for r in nearest if group in r.directions]
         if stating and all(r.directions[group] != way for r in stating):
@@ -169,15 +165,22 @@ def _turned_way(said: _Read, reference: list[_Read]) -> _Read | None:
     return None
 
 
-def _denied_instead(said: _Read, reference: tuple[_Read, ...]) -> _Read | None:
+def _denied_instead(said: _Read, reference: Sequence[_Read]) -> _Read | None:
     """The same statement with the negation the other way: the clause shares at least half
     the content words of its nearest reference clauses (two or more), and denies what they
     all state, or states what they all deny ("genes don't play any part" / "genes do play a
     part"; "you should take them as facts" / "they are not facts")."""
-    best = max(len(said.content & r.content) for r in reference)
-    if best < _SHARED_AT_LEAST:
-        return None
-    nearest = [r for r in reference if len(said.content & r.content) == best and 2 * best >= len(r.content)]
+    best, nearest = _nearest(said, reference)
+    nearest = [r for r in nearest if 2 * best >= len(r.content)]
     if nearest and all(bool(said.negated & r.content) != bool(r.negated & said.content) for r in nearest):
         return nearest[0]
     return None
+
+
+def _nearest(said: _Read, reference: Sequence[_Read]) -> tuple[int, list[_Read]]:
+    """The reference clauses sharing the most content words with `said`, and how many; none
+    when that is fewer than _SHARED_AT_LEAST."""
+    best = max((len(said.content & r.content) for r in reference), default=0)
+    if best < _SHARED_AT_LEAST:
+        return best, []
+    return best, [r for r in reference if len(said.content & r.content) == best]

@@ -51,9 +51,10 @@ NEGATIONS = frozenset("not no never t nothing without instead rather neither nor
 NEGATION_WINDOW = 3  # words before a phrase in which a negation turns it ("does not really recover")
 
 
-def negated_before(found: AnswerText, start: int) -> bool:
-    """One of the NEGATION_WINDOW words before word `start` is a negation."""
-    return any(w in NEGATIONS for w in found.raw[max(0, start - NEGATION_WINDOW):start])
+def negated_before(found: AnswerText, start: int, *, besides: frozenset[str] = frozenset()) -> bool:
+    """One of the NEGATION_WINDOW words before word `start` is a negation (other than those
+    in `besides`)."""
+    return any(w in NEGATIONS and w not in besides for w in found.raw[max(0, start - NEGATION_WINDOW):start])
 
 
 _SENTENCE = re.compile(r"[^.!?;:,\n]+")
