@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 
 from tests.fakes import wire
 from tutor.render.display import block_item, message_item
 from tutor.render.views import MessageView
-from tutor.turns.live import STREAM_BLOCKS, StreamFeed, fold_buckets, stream_vars
+from tutor.turns.live import STREAM_BLOCKS, PagePreview, StreamFeed, fold_buckets, stream_vars
 
 REPLY = {
     "content": {
@@ -193,3 +194,53 @@ def test_a_long_session_folds_its_buckets_into_the_history_as_shown():
     # Only what changed is assigned: the history, its forms and the buckets that held something.
     assert sorted(tab.assigned) == sorted(["history", "history_forms", "live_0", "live_1", "live_3",
                                            "live_forms_1", "live_forms_3"])
+
+
+class PageState:
+    """The chat page's state as PagePreview uses it: entered with `async with`, slot
+    updates applied, `streaming` shown; `entered` counts how often the state was taken."""
+
+    def __init__(self, conversation_id: int):
+        self.conversation_id, self.streaming, self.stream_status = conversation_id, False, ""
+        self.page, self.entered = Page(), 0
+
+    async def __aenter__(self):
+        self.entered += 1
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+    def _apply(self, updates):
+        self.page.apply(updates)
+
+    def _t(self, text):
+        return text
+
+
+def test_after_the_first_update_the_preview_is_sent_without_taking_the_page_state():
+    state, direct = PageState(7), []
+
+    async def send(updates):
+        direct.append(updates)
+        state.page.apply(updates)  # what the page receives
+        return True
+
+    async def run():
+        preview = PagePreview(state, 7, send)
+        now = [0.0]
+        preview.feed.clock = lambda: now[0]
+        raw = json.dumps(REPLY)
+        for cut in range(8, len(raw) + 8, 8):
+            now[0] += 0.03
+            await preview.text(raw[:cut])
+        first = state.entered
+        await preview.status("reasking")  # the reply is written again: the page shows a calm line
+        assert not state.streaming and not state.page.growing()
+        now[0] += 1
+        await preview.text(raw[:200])
+        return first
+
+    entered_while_streaming = asyncio.run(run())
+    assert entered_while_streaming == 1 and len(direct) > 10  # the first update showed the preview
+    assert state.streaming and state.entered == 3  # after the status, the state shows it again

@@ -9,7 +9,7 @@ import time
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RunningApp, ScriptedModel
-from tests.browser.helpers import block, db_rows, open_module, reply, send, wait_idle
+from tests.browser.helpers import block, db_rows, open_module, reply, send, wait_idle, wait_until
 
 LONG = "Anxiety is the body's alarm system: it prepares you to act. "
 
@@ -81,6 +81,33 @@ def test_stop_keeps_what_arrived_and_the_learner_carries_on(
     model.reply(reply(block("paragraph", "Happy to go on.")))
     send(page, "Go on, more briefly")
     expect(page.locator(".msg-tutor").last).to_contain_text("Happy to go on.")
+
+
+def test_the_next_person_in_the_tab_gets_none_of_a_reply_still_being_written(
+    model_app: RunningApp, model: ScriptedModel, page: Page
+) -> None:
+    # After its first update, the preview is sent without entering the tab's state
+    # (tutor.web.preview_frames): each update must still check whose the tab is now.
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(str(payload))))
+    open_module(page, model_app.url)
+    key = page.evaluate("localStorage.getItem('tutor_learner')")
+    model.stream(json.dumps(reply(block("paragraph", prose(20)))), pieces=200, chunk_delay_s=0.1)  # 20 s
+    _send_only(page, "Tell me everything about anxiety")
+    expect(page.locator("#streaming-reply .growing")).to_contain_text("Point 2:", timeout=10_000)
+    page.get_by_role("button", name="Not you? Start fresh").click()
+    page.get_by_role("button", name="Yes, start fresh").click()
+    wait_until(page, f"localStorage.getItem('tutor_learner') && localStorage.getItem('tutor_learner') !== {key!r}")
+    expect(page.locator("#streaming-reply")).to_have_count(0)
+    changed_hands = len(frames)
+    stored = "SELECT count(*) FROM message WHERE role='tutor' AND (text || coalesce(raw, '')) LIKE '%Point 20:%'"
+    assert db_rows(model_app.db_path, stored) == [(0,)]  # the first learner's reply goes on being written
+    deadline = time.monotonic() + 40
+    while db_rows(model_app.db_path, stored) == [(0,)] and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    assert db_rows(model_app.db_path, stored) == [(1,)]
+    assert not any("the alarm rings" in frame for frame in frames[changed_hands:])
+    expect(page.locator("#streaming-reply")).to_have_count(0)
 
 
 def test_a_reask_shows_a_calm_status_and_the_preview_is_replaced(

@@ -35,7 +35,7 @@ import copy
 import dataclasses
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tutor.contract.partial import Preview, preview
@@ -212,16 +212,25 @@ REASK_STATUS = N_("Let me put that more clearly…")  # shown in the module's la
 class PagePreview:
     """Shows a reply while it is written (a TurnListener for the page's state): the feed
     decides what is new and worth sending; each update changes only the slots it names.
-    `state` is the chat page's Reflex state (entered with `async with`, `_apply(updates)`)."""
+    `state` is the chat page's Reflex state (entered with `async with`, `_apply(updates)`).
+    `direct`, where the web side has one (tutor.web.preview_frames), sends an update without
+    entering the state, and says False when the tab no longer shows this conversation; the
+    first update of a reply still goes through the state, which shows the preview."""
 
-    def __init__(self, state: Any, conversation_id: int) -> None:
+    def __init__(self, state: Any, conversation_id: int,
+                 direct: Callable[[dict[str, Any]], Awaitable[bool]] | None = None) -> None:
         self.state = state
         self.conversation_id = conversation_id
         self.feed = StreamFeed()
+        self.direct = direct
+        self._shown = False  # the state says the preview is on the page
 
     async def text(self, raw: str) -> None:
         updates = self.feed.push(raw)
         if not updates:
+            return
+        if self._shown and self.direct is not None:
+            await self.direct(updates)
             return
         async with self.state:
             if self.state.conversation_id != self.conversation_id:
@@ -231,6 +240,7 @@ class PagePreview:
                 self.state.streaming = True
             if self.state.stream_status:
                 self.state.stream_status = ""
+            self._shown = True
 
     async def queued(self, position: int) -> None:
         """The turn waits for a model slot (position 1: next), or has one (0)."""
@@ -246,5 +256,5 @@ class PagePreview:
         async with self.state:
             if self.state.conversation_id == self.conversation_id:
                 self.state._apply(self.feed.clear())
-                self.state.streaming = False
+                self.state.streaming = self._shown = False
                 self.state.stream_status = self.state._t(REASK_STATUS)

@@ -32,6 +32,7 @@ from tutor.web.chat_history import message_items, read_conversation
 from tutor.web.chat_live import HISTORY, LIVE_BUCKETS, ChatLive
 from tutor.web.chat_sending import ChatSending
 from tutor.web.page_words import page_word
+from tutor.web.preview_frames import direct_sender
 
 log = logging.getLogger(__name__)
 
@@ -211,13 +212,10 @@ class ChatState(ChatLive, ChatSending, TutorState):
                 return
             self._responding, self._responding_by = True, current_holder()
             owner = self._bound  # a tab that changes hands meanwhile is not answered into
+            seen, conversation_id, language = self._requested, self.conversation_id, self.language
         engine = get_engine()
         while True:
-            async with self:
-                if self._bound != owner:
-                    return
-                seen, conversation_id, language = self._requested, self.conversation_id, self.language
-            preview = PagePreview(self, conversation_id)
+            preview = PagePreview(self, conversation_id, direct_sender(self, conversation_id, owner))
             try:
                 result = await engine.respond_pending(conversation_id, preview)
             except Exception as exc:  # the page must never hang on "thinking"
@@ -254,6 +252,11 @@ class ChatState(ChatLive, ChatSending, TutorState):
                 if result is None and self._requested == seen:
                     self._responding = self.thinking = False
                     return
+                if self._bound != owner:
+                    return
+                # Once more: another message may be owed (one sent meanwhile, here or in
+                # another tab whose own turn found this one under way).
+                seen, conversation_id, language = self._requested, self.conversation_id, self.language
 
     @rx.event
     async def stop_reply(self):
