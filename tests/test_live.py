@@ -222,6 +222,8 @@ def test_after_the_first_update_the_preview_is_sent_without_taking_the_page_stat
     state, direct = PageState(7), []
 
     async def send(updates):
+        if not state.streaming:  # the page loaded its view again: the preview is not shown
+            return False
         direct.append(updates)
         state.page.apply(updates)  # what the page receives
         return True
@@ -244,3 +246,32 @@ def test_after_the_first_update_the_preview_is_sent_without_taking_the_page_stat
     entered_while_streaming = asyncio.run(run())
     assert entered_while_streaming == 1 and len(direct) > 10  # the first update showed the preview
     assert state.streaming and state.entered == 3  # after the status, the state shows it again
+
+
+def test_a_page_that_loaded_its_view_again_gets_the_whole_reply_so_far():
+    state = PageState(7)
+
+    async def send(updates):
+        if not state.streaming:
+            return False
+        state.page.apply(updates)
+        return True
+
+    async def run():
+        preview = PagePreview(state, 7, send)
+        now = [0.0]
+        preview.feed.clock = lambda: now[0]
+        raw = json.dumps(REPLY)
+        half = len(raw) // 2
+        for cut in range(8, half, 8):
+            now[0] += 0.03
+            await preview.text(raw[:cut])
+        shown = state.page.blocks(), state.page.growing()
+        state.page, state.streaming = Page(), False  # a reconnect: the page's view is loaded again
+        now[0] += 1
+        await preview.text(raw[:half])
+        return shown
+
+    blocks, growing = asyncio.run(run())
+    assert blocks and growing and state.streaming
+    assert state.page.blocks()[:len(blocks)] == blocks and state.page.growing().startswith(growing)

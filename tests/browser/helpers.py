@@ -12,6 +12,34 @@ from playwright.sync_api import Page
 MODULE = "understanding_anxiety"
 
 
+# Keeps the page's sockets within reach, so a test can cut them as a network would.
+TRACK_SOCKETS = """
+(() => {
+  const Native = window.WebSocket;
+  window.__sockets = [];
+  window.WebSocket = class extends Native {
+    constructor(...args) { super(...args); window.__sockets.push(this); }
+  };
+})();
+"""
+
+
+class Network:
+    """The browser going offline: the open event socket is cut and new connections fail,
+    as a dropped Wi-Fi does (Playwright's offline mode alone leaves open sockets alone)."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        page.add_init_script(TRACK_SOCKETS)
+
+    def go_offline(self) -> None:
+        self.page.context.set_offline(True)
+        self.page.evaluate("() => window.__sockets.forEach((s) => s.close())")
+
+    def go_online(self) -> None:
+        self.page.context.set_offline(False)
+
+
 def open_module(page: Page, base_url: str, module: str = MODULE) -> None:
     page.goto(base_url + "/")
     page.locator(f"#open-{module}").click()

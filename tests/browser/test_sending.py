@@ -16,38 +16,10 @@ import urllib.request
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from tests.browser.app_runner import RunningApp
-from tests.browser.helpers import db_rows, open_module
+from tests.browser.helpers import Network, db_rows, open_module
 from tutor.settings import MAX_MESSAGE_CHARS
 
 EVENT_SOCKET = re.compile(r".*/_event.*")
-
-
-# Keeps the page's sockets within reach, so a test can cut them as a network would.
-TRACK_SOCKETS = """
-(() => {
-  const Native = window.WebSocket;
-  window.__sockets = [];
-  window.WebSocket = class extends Native {
-    constructor(...args) { super(...args); window.__sockets.push(this); }
-  };
-})();
-"""
-
-
-class Network:
-    """The browser going offline: the open event socket is cut and new connections fail,
-    as a dropped Wi-Fi does (Playwright's offline mode alone leaves open sockets alone)."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        page.add_init_script(TRACK_SOCKETS)
-
-    def go_offline(self) -> None:
-        self.page.context.set_offline(True)
-        self.page.evaluate("() => window.__sockets.forEach((s) => s.close())")
-
-    def go_online(self) -> None:
-        self.page.context.set_offline(False)
 
 
 class SocketGate:

@@ -9,7 +9,7 @@ import time
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RunningApp, ScriptedModel
-from tests.browser.helpers import block, db_rows, open_module, reply, send, wait_idle, wait_until
+from tests.browser.helpers import Network, block, db_rows, open_module, reply, send, wait_idle, wait_until
 
 LONG = "Anxiety is the body's alarm system: it prepares you to act. "
 
@@ -108,6 +108,28 @@ def test_the_next_person_in_the_tab_gets_none_of_a_reply_still_being_written(
     assert db_rows(model_app.db_path, stored) == [(1,)]
     assert not any("the alarm rings" in frame for frame in frames[changed_hands:])
     expect(page.locator("#streaming-reply")).to_have_count(0)
+
+
+def test_a_page_that_reconnects_while_the_reply_is_written_shows_it_again_from_the_start(
+    model_app: RunningApp, model: ScriptedModel, page: Page
+) -> None:
+    # A dropped connection: the page loads its view again (the preview is emptied); the
+    # reply still being written comes back whole, not as "Thinking…" until it is stored.
+    network = Network(page)
+    open_module(page, model_app.url)
+    model.stream(json.dumps(reply(block("paragraph", prose(20)))), pieces=200, chunk_delay_s=0.1)  # 20 s
+    _send_only(page, "Tell me everything about anxiety")
+    growing = page.locator("#streaming-reply .growing")
+    expect(growing).to_contain_text("Point 2:", timeout=10_000)
+    network.go_offline()
+    expect(page.locator("#connection-lost")).to_be_visible(timeout=10_000)
+    network.go_online()
+    expect(page.locator("#connection-lost")).to_have_count(0, timeout=10_000)
+    expect(growing).to_contain_text("Point 9:", timeout=15_000)
+    assert " ".join(growing.inner_text().split()).startswith("Anxiety is the body's alarm system")
+    assert page.locator(".msg-tutor").last.inner_text().count("Point 9:") == 0  # not stored yet
+    wait_idle(page)
+    expect(page.locator(".msg-tutor").last).to_contain_text("Point 20:")
 
 
 def test_a_reask_shows_a_calm_status_and_the_preview_is_replaced(

@@ -230,8 +230,12 @@ class PagePreview:
         if not updates:
             return
         if self._shown and self.direct is not None:
-            await self.direct(updates)
-            return
+            if await self.direct(updates):
+                return
+            # Not sent: the tab moved on, or its page loaded its view again (a reconnect
+            # empties the preview): everything so far is sent again, through the state.
+            self.feed.clear()
+            updates = self.feed.push(raw, force=True)
         async with self.state:
             if self.state.conversation_id != self.conversation_id:
                 return  # the tab moved on to another conversation

@@ -35,7 +35,9 @@ DirectSend = Callable[[dict[str, Any]], Awaitable[bool]]
 def direct_sender(state: Any, conversation_id: int, owner: str) -> DirectSend | None:
     """A sender of preview updates for the tab of `state` (a background task's state, the
     chat page's), or None where updates must go through the state. It returns False, sending
-    nothing, once the tab no longer shows `conversation_id` for `owner`."""
+    nothing, when the tab no longer shows `conversation_id` for `owner` or no longer shows
+    the preview (a reconnect loads the page's view again): the caller then goes through the
+    state, which decides."""
     context = EventContext.get()
     if not isinstance(context.state_manager, StateManagerMemory):
         return None
@@ -43,8 +45,8 @@ def direct_sender(state: Any, conversation_id: int, owner: str) -> DirectSend | 
     name = type(live).get_full_name()
 
     async def send(updates: dict[str, Any]) -> bool:
-        if live.conversation_id != conversation_id or live._bound != owner:
-            return False
+        if live.conversation_id != conversation_id or live._bound != owner or not live.streaming:
+            return False  # moved on, changed hands, or the page loaded its view again
         values = live.__dict__
         delta: dict[str, Any] = {}
         for var, value in updates.items():
