@@ -214,8 +214,10 @@ class PagePreview:
     decides what is new and worth sending; each update changes only the slots it names.
     `state` is the chat page's Reflex state (entered with `async with`, `_apply(updates)`).
     `direct`, where the web side has one (tutor.web.preview_frames), sends an update without
-    entering the state, and says False when the tab no longer shows this conversation; the
-    first update of a reply still goes through the state, which shows the preview."""
+    entering the state, and says False when the tab no longer shows this conversation or the
+    preview; the first update of a reply goes through the state, which shows the preview, and
+    so does an update `direct` declined (the state then decides: drop it, or send everything
+    so far again to a page that loaded its view again)."""
 
     def __init__(self, state: Any, conversation_id: int,
                  direct: Callable[[dict[str, Any]], Awaitable[bool]] | None = None) -> None:
@@ -229,16 +231,16 @@ class PagePreview:
         updates = self.feed.push(raw)
         if not updates:
             return
-        if self._shown and self.direct is not None:
-            if await self.direct(updates):
-                return
-            # Not sent: the tab moved on, or its page loaded its view again (a reconnect
-            # empties the preview): everything so far is sent again, through the state.
-            self.feed.clear()
-            updates = self.feed.push(raw, force=True)
+        if self._shown and self.direct is not None and await self.direct(updates):
+            return
         async with self.state:
             if self.state.conversation_id != self.conversation_id:
                 return  # the tab moved on to another conversation
+            if self._shown and not self.state.streaming:
+                # The page loaded its view again (a reconnect), which emptied the preview:
+                # everything so far is sent again.
+                self.feed.clear()
+                updates = self.feed.push(raw, force=True)
             self.state._apply(updates)
             if not self.state.streaming:
                 self.state.streaming = True
