@@ -114,7 +114,8 @@ class TutorState(rx.State):
         if bound != self._bound:
             await self._reset_tab()
             self._bound = bound
-        self.auth_mode = settings.mode
+        if self.auth_mode != settings.mode:  # an assignment is sent to the page, changed or not
+            self.auth_mode = settings.mode
         name = who.username if who else ""
         if self.signed_in_as != name:
             self.signed_in_as = name

@@ -47,8 +47,10 @@ class ChatLive(rx.State, mixin=True):
     def _end_preview(self, preview: PagePreview) -> None:
         if preview.conversation_id == self.conversation_id:
             self._apply(preview.feed.clear())
-        self.streaming = False
-        self.stream_status = ""
+        if self.streaming:  # an assignment is sent to the page, changed or not
+            self.streaming = False
+        if self.stream_status:
+            self.stream_status = ""
 
     def _add_reply(self, result: TurnResult, item: MessageItem | None = None) -> None:
         reply = result.reply
