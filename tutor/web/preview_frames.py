@@ -10,14 +10,16 @@ the rest are sent as the same delta the state would have sent.
 
 Only where the tab's state lives in this process (Reflex's memory state manager: one worker,
 without Redis) — there the state object is the tab's own, so each update:
-- is sent only while the tab still shows the conversation, for the same owner (read from the
-  state object, between two awaits, as a handler holding the lock would leave it): a tab
-  that moved on or changed hands meanwhile gets nothing;
-- is also written into the state object, without marking anything to send: the page has it,
-  and a reconnect (the page loads its state again) gets the text so far, and the turn's end
-  (`StreamFeed.clear`) empties the same slots.
+- is sent only while the tab still shows the conversation and the preview, for the same
+  owner (read from the state object between two awaits, as a handler holding the lock left
+  it): a tab that moved on or changed hands gets nothing, and a page that loaded its view
+  again (a reconnect) is left to the state path, which sends it the reply so far whole;
+- is also written into the state object, without marking anything to send (the page has
+  it), so the state knows what the page shows: a view loaded again and the turn's end
+  (`StreamFeed.clear`) empty exactly those slots.
 With Redis the state lives there between events and another worker may hold the tab, so the
-updates go through the state as before.
+updates go through the state as before. Measured: README, "Preview updates outside the
+tab's lock".
 """
 
 from __future__ import annotations
