@@ -198,11 +198,14 @@ def test_a_long_session_folds_its_buckets_into_the_history_as_shown():
 
 class PageState:
     """The chat page's state as PagePreview uses it: entered with `async with`, slot
-    updates applied, `streaming` shown; `entered` counts how often the state was taken."""
+    updates applied, `streaming` shown; `entered` counts how often the state was taken,
+    `direct` holds the updates sent without it (`send`, as tutor.web.preview_frames does:
+    declined while the page does not show the preview)."""
 
     def __init__(self, conversation_id: int):
         self.conversation_id, self.streaming, self.stream_status = conversation_id, False, ""
-        self.page, self.entered = Page(), 0
+        self.page, self.entered, self.direct = Page(), 0, []
+        self.now = 0.0
 
     async def __aenter__(self):
         self.entered += 1
@@ -217,58 +220,53 @@ class PageState:
     def _t(self, text):
         return text
 
-
-def test_after_the_first_update_the_preview_is_sent_without_taking_the_page_state():
-    state, direct = PageState(7), []
-
-    async def send(updates):
-        if not state.streaming:  # the page loaded its view again: the preview is not shown
+    async def send(self, updates):
+        if not self.streaming:
             return False
-        direct.append(updates)
-        state.page.apply(updates)  # what the page receives
+        self.direct.append(updates)
+        self.page.apply(updates)  # what the page receives
         return True
 
+    def preview(self) -> PagePreview:
+        preview = PagePreview(self, self.conversation_id, self.send)
+        preview.feed.clock = lambda: self.now
+        return preview
+
+    async def write(self, preview: PagePreview, raw: str, upto: int) -> None:
+        """The model writes `raw` up to `upto`, 8 characters every 30 ms."""
+        for cut in range(8, upto + 8, 8):
+            self.now += 0.03
+            await preview.text(raw[:min(cut, upto)])
+
+
+def test_after_the_first_update_the_preview_is_sent_without_taking_the_page_state():
+    state, raw = PageState(7), json.dumps(REPLY)
+
     async def run():
-        preview = PagePreview(state, 7, send)
-        now = [0.0]
-        preview.feed.clock = lambda: now[0]
-        raw = json.dumps(REPLY)
-        for cut in range(8, len(raw) + 8, 8):
-            now[0] += 0.03
-            await preview.text(raw[:cut])
+        preview = state.preview()
+        await state.write(preview, raw, len(raw))
         first = state.entered
         await preview.status("reasking")  # the reply is written again: the page shows a calm line
         assert not state.streaming and not state.page.growing()
-        now[0] += 1
+        state.now += 1
         await preview.text(raw[:200])
         return first
 
     entered_while_streaming = asyncio.run(run())
-    assert entered_while_streaming == 1 and len(direct) > 10  # the first update showed the preview
+    assert entered_while_streaming == 1 and len(state.direct) > 10  # the first update showed the preview
     assert state.streaming and state.entered == 3  # after the status, the state shows it again
 
 
 def test_a_page_that_loaded_its_view_again_gets_the_whole_reply_so_far():
-    state = PageState(7)
-
-    async def send(updates):
-        if not state.streaming:
-            return False
-        state.page.apply(updates)
-        return True
+    state, raw = PageState(7), json.dumps(REPLY)
+    half = len(raw) // 2
 
     async def run():
-        preview = PagePreview(state, 7, send)
-        now = [0.0]
-        preview.feed.clock = lambda: now[0]
-        raw = json.dumps(REPLY)
-        half = len(raw) // 2
-        for cut in range(8, half, 8):
-            now[0] += 0.03
-            await preview.text(raw[:cut])
+        preview = state.preview()
+        await state.write(preview, raw, half - 8)
         shown = state.page.blocks(), state.page.growing()
         state.page, state.streaming = Page(), False  # a reconnect: the page's view is loaded again
-        now[0] += 1
+        state.now += 1
         await preview.text(raw[:half])
         return shown
 
