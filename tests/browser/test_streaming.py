@@ -25,6 +25,16 @@ def _send_only(page: Page, text: str) -> None:
     page.locator("#message").press("Enter")
 
 
+def _long_reply_under_way(model: ScriptedModel, page: Page, seconds: int):
+    """A reply of `seconds` points written over as many seconds, its first points on the
+    page: the growing block's locator."""
+    model.stream(json.dumps(reply(block("paragraph", prose(seconds)))), pieces=10 * seconds, chunk_delay_s=0.1)
+    _send_only(page, "Tell me everything about anxiety")
+    growing = page.locator("#streaming-reply .growing")
+    expect(growing).to_contain_text("Point 2:", timeout=10_000)
+    return growing
+
+
 def test_blocks_appear_while_the_reply_is_written_then_the_stored_reply_replaces_them(
     model_app: RunningApp, model: ScriptedModel, page: Page
 ) -> None:
@@ -92,9 +102,7 @@ def test_the_next_person_in_the_tab_gets_none_of_a_reply_still_being_written(
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(str(payload))))
     open_module(page, model_app.url)
     key = page.evaluate("localStorage.getItem('tutor_learner')")
-    model.stream(json.dumps(reply(block("paragraph", prose(20)))), pieces=200, chunk_delay_s=0.1)  # 20 s
-    _send_only(page, "Tell me everything about anxiety")
-    expect(page.locator("#streaming-reply .growing")).to_contain_text("Point 2:", timeout=10_000)
+    _long_reply_under_way(model, page, 20)
     page.get_by_role("button", name="Not you? Start fresh").click()
     page.get_by_role("button", name="Yes, start fresh").click()
     wait_until(page, f"localStorage.getItem('tutor_learner') && localStorage.getItem('tutor_learner') !== {key!r}")
@@ -117,10 +125,8 @@ def test_a_page_that_reconnects_while_the_reply_is_written_shows_it_again_from_t
     # reply still being written comes back whole, not as "Thinking…" until it is stored.
     network = Network(page)
     open_module(page, model_app.url)
-    model.stream(json.dumps(reply(block("paragraph", prose(20)))), pieces=200, chunk_delay_s=0.1)  # 20 s
-    _send_only(page, "Tell me everything about anxiety")
-    growing = page.locator("#streaming-reply .growing")
-    expect(growing).to_contain_text("Point 2:", timeout=10_000)
+    # 30 s: the reconnect (the page's backoff, a busy machine) comes well before the end
+    growing = _long_reply_under_way(model, page, 30)
     network.go_offline()
     expect(page.locator("#connection-lost")).to_be_visible(timeout=10_000)
     network.go_online()
@@ -129,7 +135,7 @@ def test_a_page_that_reconnects_while_the_reply_is_written_shows_it_again_from_t
     assert " ".join(growing.inner_text().split()).startswith("Anxiety is the body's alarm system")
     assert page.locator(".msg-tutor").last.inner_text().count("Point 9:") == 0  # not stored yet
     wait_idle(page)
-    expect(page.locator(".msg-tutor").last).to_contain_text("Point 20:")
+    expect(page.locator(".msg-tutor").last).to_contain_text("Point 30:")
 
 
 def test_a_reask_shows_a_calm_status_and_the_preview_is_replaced(

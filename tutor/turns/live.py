@@ -208,6 +208,9 @@ def _extras(p: Preview) -> dict[str, Any]:
 
 REASK_STATUS = N_("Let me put that more clearly…")  # shown in the module's language
 
+# Sends a preview update without entering the page's state; False when it did not (PagePreview).
+DirectSend = Callable[[dict[str, Any]], Awaitable[bool]]
+
 
 class PagePreview:
     """Shows a reply while it is written (a TurnListener for the page's state): the feed
@@ -219,8 +222,7 @@ class PagePreview:
     so does an update `direct` declined (the state then decides: drop it, or send everything
     so far again to a page that loaded its view again)."""
 
-    def __init__(self, state: Any, conversation_id: int,
-                 direct: Callable[[dict[str, Any]], Awaitable[bool]] | None = None) -> None:
+    def __init__(self, state: Any, conversation_id: int, direct: DirectSend | None = None) -> None:
         self.state = state
         self.conversation_id = conversation_id
         self.feed = StreamFeed()

@@ -24,14 +24,13 @@ tab's lock".
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reflex.istate.manager.memory import StateManagerMemory
 from reflex_base.constants.state import FIELD_MARKER
 from reflex_base.event.context import EventContext
 
-DirectSend = Callable[[dict[str, Any]], Awaitable[bool]]
+from tutor.turns.live import DirectSend
 
 
 def direct_sender(state: Any, conversation_id: int, owner: str) -> DirectSend | None:
