@@ -134,10 +134,14 @@ def test_material_the_reply_may_quote_is_not_the_prompt():
     context = TurnContext(module=module, progress=state, detected=frozenset(), learner=None, turn_index=1,
                           teaching=teaching)
     sent = Sent.of(CompletionRequest(messages, 0.7, 400, context=context))
-    assert sent.learner == LEARNER and passage not in sent.prompt and "Response contract" in sent.prompt
+    assert sent.learner == LEARNER and passage not in sent.prompt + sent.stable
+    assert "Response contract" in sent.stable and "Where the learner is" in sent.prompt
     assert check(reply(passage), sent).usable
     assert check(reply(module.description), sent).usable
     copied = "Reply with exactly ONE JSON object that follows the response contract in this message."
+    assert check(reply(copied), sent).flags == ["echoed_prompt"]
+    # The turn's own part of the instructions (after the part every turn shares) is the prompt too.
+    copied = "One JSON object, exactly as the response contract above says; nothing after it in this message."
     assert check(reply(copied), sent).flags == ["echoed_prompt"]
 
 

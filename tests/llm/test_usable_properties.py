@@ -178,3 +178,72 @@ def test_a_marker_inside_good_text_is_taken_out_and_the_rest_shown(reply, marker
     assert len(result.attempts) == 1 and "template_token" in result.flags
     shown = shown_texts(result.parsed.response.to_json_dict())
     assert good in shown and not any(MARKER.search(t) for t in shown)
+
+
+# --------------------------------------------- the word-level rules against their definitions
+#
+# The gate finds loops and copied runs with set operations and substring searches, not word
+# by word. Each rule is checked here against its definition written the plain way: a small
+# vocabulary makes repeats and shared runs common, so a search that misses or invents one
+# (a run off by one word, a loop of the longest unit, a copied run at the text's end) is found.
+
+VOCAB = ["calm", "breath", "slow", "chest", "tight", "worry", "fear", "rest"]
+
+
+def loops_by_definition(w: list[str]) -> bool:
+    """A unit of 1-12 words said three or more times in a row, 12 words or more in all."""
+    for unit in range(1, 13):
+        times = max(3, -(-12 // unit))
+        for start in range(len(w) - unit * times + 1):
+            if all(w[start + k] == w[start + k % unit] for k in range(unit * times)):
+                return True
+    return False
+
+
+def copied_by_definition(w: list[str], *sources: list[str], n: int = 8) -> bool:
+    """Runs of `n` words found in any source cover half the text, or one covers 16 words."""
+    grams = {tuple(source[i:i + n]) for source in sources for i in range(len(source) - n + 1)}
+    covered = [False] * len(w)
+    for i in range(len(w) - n + 1):
+        if tuple(w[i:i + n]) in grams:
+            covered[i:i + n] = [True] * n
+    longest = run = 0
+    for c in covered:
+        run = run + 1 if c else 0
+        longest = max(longest, run)
+    return len(w) >= n and (sum(covered) >= 0.5 * len(w) or longest >= 16)
+
+
+@st.composite
+def word_lists(draw, low: int = 0, high: int = 60) -> list[str]:
+    """Words, with a stretch of them often said again a few times in a row."""
+    w = draw(st.lists(st.sampled_from(VOCAB), min_size=low, max_size=high))
+    if draw(st.booleans()):
+        unit = draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=13))
+        at = draw(st.integers(0, len(w)))
+        w[at:at] = unit * draw(st.integers(2, 4))
+    return w
+
+
+def one_block(text: str) -> dict:
+    return {"content": {"text_blocks": [{"type": "paragraph", "content": text}]},
+            "meta": {"response_type": "educational"}}
+
+
+@settings(max_examples=400, deadline=None)
+@given(w=word_lists())
+def test_a_text_is_called_looping_exactly_when_it_loops(w):
+    flagged = "repeated_text" in check(one_block(" ".join(w) or "Calm."), Sent()).flags
+    assert flagged == loops_by_definition(w), w
+
+
+@settings(max_examples=400, deadline=None)
+@given(w=word_lists(8, 40), shared=word_lists(0, 30), rest=word_lists(0, 30), take=st.integers(0, 40),
+       into_shared=st.booleans())
+def test_a_text_is_called_copied_from_the_instructions_exactly_when_it_is(w, shared, rest, take, into_shared):
+    """The instructions come in two parts (the part every turn shares, this turn's part): runs
+    found in either count, together."""
+    (shared if into_shared else rest).extend(w[:take])  # often a stretch of the text itself
+    sent = Sent(prompt=" ".join(rest), stable=" ".join(shared))
+    flagged = "echoed_prompt" in check(one_block(" ".join(w)), sent).flags
+    assert flagged == copied_by_definition(w, shared, rest), (w, shared, rest)

@@ -27,6 +27,7 @@ once and otherwise fails closed, as for an invalid reply. Each reason has its ow
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -91,19 +92,19 @@ _MIN_REPEATS = 3
 _MIN_REPEATED_WORDS = 12
 
 
-def _loops(text: str) -> bool:
-    """A unit of 1-12 words said three or more times in a row, 12 words or more in all."""
-    w = words(text)
+def _loops(w: tuple[str, ...]) -> bool:
+    """A unit of 1-12 words said three or more times in a row, 12 words or more in all (`w`:
+    the text's words)."""
     n = len(w)
     if n < _MIN_REPEATED_WORDS:
         return False
     for unit in range(1, _MAX_UNIT + 1):
         needed = max(_MIN_REPEATS, -(-_MIN_REPEATED_WORDS // unit))
-        run = 0  # positions i where w[i] == w[i - unit], in a row
-        for i in range(unit, n):
-            run = run + 1 if w[i] == w[i - unit] else 0
-            if run >= unit * (needed - 1):
-                return True
+        # Position i (from `unit` on) is 1 where word i equals word i - unit; a loop is a run of
+        # unit * (needed - 1) such positions in a row, found as a substring (in C, not word by word).
+        same = bytes(map(operator.eq, w[unit:], w))
+        if b"\x01" * (unit * (needed - 1)) in same:
+            return True
     return False
 
 
@@ -120,11 +121,32 @@ def _prompt_grams(prompt: str) -> frozenset[tuple[str, ...]]:
     return _grams(prompt, ECHO_RUN)
 
 
-def _covered(text_words: tuple[str, ...], grams: frozenset[tuple[str, ...]], n: int) -> tuple[int, int]:
+class _Either:
+    """Word runs found in any of several sets (the prompt's shared part and this turn's)."""
+
+    def __init__(self, *sets: frozenset[tuple[str, ...]]) -> None:
+        self.sets = [s for s in sets if s]
+
+    def __contains__(self, gram: tuple[str, ...]) -> bool:
+        return any(gram in s for s in self.sets)
+
+    def __bool__(self) -> bool:
+        return bool(self.sets)
+
+
+Grams = frozenset[tuple[str, ...]] | _Either
+
+
+def _covered(text_words: tuple[str, ...], grams: Grams, n: int) -> tuple[int, int]:
     """(words of the text inside runs of `n` or more words found in `grams`, the longest run)."""
+    runs = [text_words[i:i + n] for i in range(len(text_words) - n + 1)]
+    sets = grams.sets if isinstance(grams, _Either) else [grams]
+    found = set().union(*(s.intersection(runs) for s in sets))  # set operations in C: most texts find none
+    if not found:
+        return 0, 0
     covered = [False] * len(text_words)
-    for i in range(len(text_words) - n + 1):
-        if text_words[i:i + n] in grams:
+    for i, run_words in enumerate(runs):
+        if run_words in found:
             covered[i:i + n] = [True] * n
     longest = run = 0
     for c in covered:
@@ -133,16 +155,14 @@ def _covered(text_words: tuple[str, ...], grams: frozenset[tuple[str, ...]], n: 
     return sum(covered), longest
 
 
-def _copied(text: str, grams: frozenset[tuple[str, ...]], n: int, share: float, long_run: int | None) -> bool:
-    w = words(text)
+def _copied(w: tuple[str, ...], grams: Grams, n: int, share: float, long_run: int | None) -> bool:
     if len(w) < n or not grams:
         return False
     covered, longest = _covered(w, grams, n)
     return covered >= share * len(w) or (long_run is not None and longest >= long_run)
 
 
-def _echoes_learner(text: str, learner: str, grams: frozenset[tuple[str, ...]]) -> bool:
-    w = words(text)
+def _echoes_learner(w: tuple[str, ...], learner: str, grams: frozenset[tuple[str, ...]]) -> bool:
     if len(w) < LEARNER_RUN:
         return False
     covered, _ = _covered(w, grams, LEARNER_RUN)
@@ -174,6 +194,9 @@ class Sent:
 
     learner: str = ""  # the learner's message (or the opening-turn note)
     prompt: str = ""  # the instructions, without the material a reply may quote
+    # The instructions' part that every turn of a module shares (the system message's
+    # `cached_prefix`), kept apart so its word runs are found once, not on every turn.
+    stable: str = ""
 
     @classmethod
     def of(cls, request: Any) -> Sent:
@@ -181,11 +204,18 @@ class Sent:
         titles, check questions, the judge's feedback, from its TurnContext) and its last
         user message."""
         messages = list(getattr(request, "messages", None) or ())
-        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        stable, rest = [], []
+        for m in messages:
+            if m.role == "system":
+                cut = m.cached_prefix
+                if cut:
+                    stable.append(m.content[:cut])
+                rest.append(m.content[cut:])
         learner = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        shared, system = "\n\n".join(stable), "\n\n".join(rest)
         for quotable in sorted(_quotable(getattr(request, "context", None)), key=len, reverse=True):
-            system = system.replace(quotable, "\n")
-        return cls(learner=learner, prompt=system)
+            shared, system = shared.replace(quotable, "\n"), system.replace(quotable, "\n")
+        return cls(learner=learner, prompt=system, stable=shared)
 
 
 def _quotable(context: Any) -> set[str]:
@@ -262,7 +292,7 @@ def check(response: dict[str, Any], sent: Sent | None = None) -> Verdict:
     def flag(name: str, path: str, why: str) -> None:
         found.setdefault(name, []).append(f"{path}: {why}")
 
-    prompt_grams = _prompt_grams(sent.prompt) if sent.prompt else frozenset()
+    prompt_grams = _Either(_prompt_grams(sent.stable), _grams(sent.prompt, ECHO_RUN))
     learner_grams = _grams(sent.learner, LEARNER_RUN) if len(words(sent.learner)) >= LEARNER_MIN_WORDS \
         else frozenset()
     app_grams = _app_grams()
@@ -286,15 +316,15 @@ def check(response: dict[str, Any], sent: Sent | None = None) -> Verdict:
             flag("placeholder_text", path, f"{clean[:40]!r} is a placeholder, not text for the learner: "
                                            "write the real words")
             continue
-        if learner_grams and _echoes_learner(clean, sent.learner, learner_grams):
-            flag("echoed_learner", path, "this repeats the learner's message; answer it instead")
-        elif _copied(clean, app_grams, ECHO_RUN, ECHO_SHARE, LONG_ECHO_RUN):
-            flag("echoed_app_text", path, "this copies the app's own apology; write your own reply")
-        elif _copied(clean, prompt_grams, ECHO_RUN, ECHO_SHARE, LONG_ECHO_RUN):
-            flag("echoed_prompt", path, "this copies your instructions; write to the learner in your own words")
-        if _loops(clean):
-            flag("repeated_text", path, "this text repeats itself; say each thing once")
         key_words = words(clean)
+        if learner_grams and _echoes_learner(key_words, sent.learner, learner_grams):
+            flag("echoed_learner", path, "this repeats the learner's message; answer it instead")
+        elif _copied(key_words, app_grams, ECHO_RUN, ECHO_SHARE, LONG_ECHO_RUN):
+            flag("echoed_app_text", path, "this copies the app's own apology; write your own reply")
+        elif _copied(key_words, prompt_grams, ECHO_RUN, ECHO_SHARE, LONG_ECHO_RUN):
+            flag("echoed_prompt", path, "this copies your instructions; write to the learner in your own words")
+        if _loops(key_words):
+            flag("repeated_text", path, "this text repeats itself; say each thing once")
         if path.startswith("content.text_blocks"):
             if key_words in seen_blocks:
                 flag("repeated_text", path, "the same text block is written twice")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,16 +26,21 @@ HASH_DIM = 1 << 14
 _WORD = re.compile(r"[^\W_]+")
 
 
-def _features(text: str) -> dict[int, float]:
+def _features(text: str) -> dict[int, int]:
+    """Hashed counts of the folded text's words, word pairs and character 4-grams ("#abcd"),
+    in the order first seen."""
     words = _WORD.findall(fold_accents(text).casefold())
-    tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    crc = zlib.crc32
+    keys = [crc(w.encode("utf-8")) for w in words]
+    keys += [crc(f"{a} {b}".encode("utf-8")) for a, b in zip(words, words[1:])]
     spaced = f" {' '.join(words)} "
-    tokens += ["#" + spaced[i:i + 4] for i in range(len(spaced) - 3)]
-    counts: dict[int, float] = {}
-    for token in tokens:
-        key = zlib.crc32(token.encode("utf-8")) % HASH_DIM
-        counts[key] = counts.get(key, 0.0) + 1.0
-    return counts
+    data = spaced.encode("utf-8")
+    if len(data) == len(spaced):  # one byte a character: slice the bytes, "#" hashed once
+        mark = crc(b"#")
+        keys += [crc(data[i:i + 4], mark) for i in range(len(data) - 3)]
+    else:
+        keys += [crc(("#" + spaced[i:i + 4]).encode("utf-8")) for i in range(len(spaced) - 3)]
+    return Counter(key % HASH_DIM for key in keys)
 
 
 @dataclass(frozen=True)

@@ -135,9 +135,9 @@ class TutorState(rx.State):
         usage = get_engine().usage
         if usage is None or not learner_key:
             return
-        headers = self.router.headers.raw_headers.items()
-        forwarded = ",".join(v for k, v in headers if k.lower() == "x-forwarded-for")
-        usage.seen_at(learner_key, auth_settings().client_address(forwarded, self.router.session.client_ip))
+        router = self.router  # built anew at each read of the attribute
+        forwarded = ",".join(v for k, v in router.headers.raw_headers.items() if k.lower() == "x-forwarded-for")
+        usage.seen_at(learner_key, auth_settings().client_address(forwarded, router.session.client_ip))
 
     async def signed_in_learner(self) -> tuple[str, rx.event.EventSpec | None]:
         """(learner key, None), or ("", a redirect to the sign-in page) when nobody is."""
