@@ -28,6 +28,9 @@ def sleep(library):
      "Getting out teaches your brain the situation was harmless"),
     ("alarm_in_the_body", "When the brain senses a threat, your heart beats slower and the breathing calms, "
      "so you feel ready.", "your heart beats slower"),
+    # a short clause pairs with the reference's clause about the same thing ("the heart")
+    ("alarm_in_the_body", "When the brain senses a threat, the heart slows down and the muscles go loose.",
+     "the heart slows down"),
     # the best for the worst, the least useful for the most useful
     ("spot_a_trap", "A habit of unhelpful thinking. Catastrophising, for example, is jumping to the best outcome "
      "and calling it likely.", "jumping to the best outcome"),
@@ -82,6 +85,9 @@ def test_a_negation_where_the_model_answer_has_one_too_or_none_is_meant_is_not_a
     ("the_loop", "The fear shrinks only if you stay; escaping makes it grow."),
     # one shared word is too little to pair on: this "drops" is about staying, not escaping
     ("exposure_ladder", "When you stay, the anxiety drops. Then you go up a step."),
+    # a short clause telling of a later moment is another phase, not the relation turned
+    ("alarm_in_the_body", "Adrenaline makes the heart race and breathing speed up to get you ready, and the "
+     "heart slows down again once the threat has passed."),
     # a denied reversal keeps the right direction
     ("alarm_in_the_body", "The heart doesn't slow down, it beats faster, and breathing speeds up to get you "
      "ready to run from the threat."),

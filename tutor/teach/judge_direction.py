@@ -12,7 +12,10 @@ keeping or erasing, mending or wearing out, over- or underestimating, the worst 
 most or least useful — and they disagree, the answer has reversed an idea. A negation just
 before a direction word turns it ("the body does not recover" is the opposite of "the body
 recovers"), and a clause naming both directions, or tied between reference clauses that
-disagree, says nothing sure. A clause that shares at least half of its nearest reference
+disagree, says nothing sure. A clause too short to share two content words with any
+reference clause ("the heart slows down") is paired with those about the same thing (the
+same first content word: "The heart beats faster"), unless either tells of a moment ("again",
+"once it passes", "at first"): two phases of one story are not one relation turned. A clause that shares at least half of its nearest reference
 clauses' content words has also reversed the idea when it denies what they state or states
 what they deny ("genes don't play any part" / "genes do play a part"). English and
 Vietnamese: direction words are matched with accents folded, Vietnamese content words keep
@@ -74,6 +77,11 @@ _CONDITION = re.compile(r"\b(?:if|unless|only when|as long as|provided|nếu|tr�
                         re.IGNORECASE)
 
 
+# Words that place a clause at another moment than the relation it may seem to reverse.
+_LATER = re.compile(r"\b(?:when|whenever|once|after|afterwards|again|until|later|eventually|then|over time"
+                    r"|at first|at the start|to begin with|khi|sau khi|sau đó|dần dần|lúc đầu|ban đầu)\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Reversal:
     answer_clause: str
@@ -87,6 +95,7 @@ class _Read:
     content: frozenset[str]  # the words it is about
     directions: dict[int, bool]  # group -> which way (False: the first of the pair)
     negated: frozenset[str]  # content words with a negation just before them ("don't bring relief")
+    head: str = ""  # its first content word: what a short clause is about ("the heart" slows down)
 
 
 def _read(text: str, found: AnswerText | None = None) -> _Read:
@@ -108,7 +117,8 @@ def _read(text: str, found: AnswerText | None = None) -> _Read:
     content = _content(text, found, direction_words)
     negated = frozenset(w for i, w in enumerate(found.words)
                         if w in content and negated_before(found, i, besides=_NOT_DENIALS))
-    return _Read(text, content, directions, negated)
+    head = next((w for w in found.words if w in content), "")
+    return _Read(text, content, directions, negated, head)
 
 
 def _content(text: str, found: AnswerText, skip: set[int]) -> frozenset[str]:
@@ -158,6 +168,11 @@ def _turned_way(said: _Read, reference: Sequence[_Read]) -> _Read | None:
     if not said.directions:
         return None
     _, nearest = _nearest(said, reference)
+    if not nearest and said.head and not _LATER.search(said.text):
+        # A short clause ("the heart slows down"): the reference clauses about the same thing,
+        # unless either tells of a moment ("the anxiety drops" beside "anxiety rises at
+        # first"; "the heart slows down again"): two phases of one story, not one relation turned.
+        nearest = [r for r in reference if r.head == said.head and not _LATER.search(r.text)]
     for group, way in said.directions.items():
         stating = [r for r in nearest if group in r.directions]
         if stating and all(r.directions[group] != way for r in stating):
