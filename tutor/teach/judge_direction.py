@@ -14,12 +14,12 @@ before a direction word turns it ("the body does not recover" is the opposite of
 recovers"), and a clause naming both directions, or tied between reference clauses that
 disagree, says nothing sure. A clause too short to share two content words with any
 reference clause ("the heart slows down") is paired with those about the same thing (the
-same first content word: "The heart beats faster"), unless either tells of a moment ("again",
-"once it passes", "at first"): two phases of one story are not one relation turned. A clause that shares at least half of its nearest reference
-clauses' content words has also reversed the idea when it denies what they state or states
-what they deny ("genes don't play any part" / "genes do play a part"). English and
-Vietnamese: direction words are matched with accents folded, Vietnamese content words keep
-theirs.
+same first content word: "The heart beats faster"), unless either tells of a moment
+("again", "once it passes", "at first"): two phases of one story are not one relation
+turned. A clause that shares at least half of its nearest reference clauses' content words
+has also reversed the idea when it denies what they state or states what they deny ("genes
+don't play any part" / "genes do play a part"). English and Vietnamese: direction words are
+matched with accents folded, Vietnamese content words keep theirs.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ _CONDITION = re.compile(r"\b(?:if|unless|only when|as long as|provided|nếu|tr�
 
 # Words that place a clause at another moment than the relation it may seem to reverse.
 _LATER = re.compile(r"\b(?:when|whenever|once|after|afterwards|again|until|later|eventually|then|over time"
-                    r"|at first|at the start|to begin with|khi|sau khi|sau đó|dần dần|lúc đầu|ban đầu)\b", re.IGNORECASE)
+                    r"|at first|at the start|to begin with|khi|sau khi|sau đó|dần dần|lúc đầu|ban đầu)\b",
+                    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
