@@ -126,6 +126,23 @@ def test_a_question_is_answered_from_the_material_with_its_topic_and_source(engi
     assert "physical_level" in more.progress.covered
 
 
+def test_a_question_asked_when_a_check_is_due_is_answered_above_the_check(engine):
+    """After a few questions the waiting check comes below the answer. A question that names
+    an untaught topic by its keyword ("coffee": Stress and everyday life) would otherwise be
+    taught as that topic; a turn that asks a check anew teaches nothing new, so the question
+    is answered from the material instead of being dropped."""
+    conv = run(engine.open("fay", MODULE))
+    for question in ("Why does my heart race?", "Why do I get racing thoughts?"):
+        assert not form_ids(run(engine.send(conv.id, LearnerInput(text=question))))
+    result = run(engine.send(conv.id, LearnerInput(text="Does coffee make anxiety worse?")))
+    assert form_ids(result) == ["check-anxiety_in_a_nutshell"]
+    blocks = content(result)["text_blocks"]
+    quotes = [b["content"] for b in blocks if b["type"] == "quote"]
+    assert any("Caffeine" in q for q in quotes), texts(result)
+    assert "part of the topic **Stress and everyday life**" in texts(result)
+    assert result.progress.covered == ["anxiety_defined"]  # answered, not taught: its check comes later
+
+
 def test_the_reflection_form_follows_the_answer_to_its_level(engine):
     conv = run(engine.open("ed", MODULE))
     run(engine.send(conv.id, LearnerInput(text="Tell me about Body, mind and behaviour")))

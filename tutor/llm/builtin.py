@@ -94,14 +94,17 @@ def compose_reply(ctx: TurnContext | None) -> str:
         return _dump({"content": {"text_blocks": blocks}, "meta": {"response_type": "error"}})
     module, state, ask = ctx.module, ctx.progress, ctx.teaching.ask
     t = translator(module.language)
+    # A turn that asks a check anew teaches nothing new: a question asked meanwhile is
+    # answered from the module's material, above the check, even one that names a topic.
+    teaches = ask is None or (ask.again and ctx.teaching.intent in ("question", *_WAITS))
     blocks, topic, quoted = (_greeting(module, state, t), None, ()) if ctx.learner is None else \
-        _respond_to_learner(ctx, t)
+        _respond_to_learner(ctx, t, teaches=teaches)
     seen = set(state.covered)
     # The learner's message was answered (off topic, medical, more on the same topic): the
     # lesson waits for them instead of moving on by itself.
     waits = ctx.teaching.intent in _WAITS
-    if ask is not None and not (ask.again and ctx.teaching.intent in ("question", *_WAITS)):
-        topic = None  # a check turn teaches nothing new; a question asked meanwhile is answered
+    if not teaches:
+        topic = None
     elif ask is None and topic is None and not quoted and ctx.teaching.intent != "summary" and not waits:
         goto = module.topic(ctx.teaching.goto_topic) if ctx.teaching.goto_topic else None
         topic = goto or next_topic(module, state)

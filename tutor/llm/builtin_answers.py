@@ -33,9 +33,11 @@ def block(kind: str, text: str, level: int | None = None) -> dict[str, Any]:
     return {"type": kind, "content": text, **({"level": level} if level else {})}
 
 
-def respond_to_learner(ctx: TurnContext, t: Translator) -> tuple[list[dict[str, Any]], Topic | None, tuple[str, ...]]:
+def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
+                       ) -> tuple[list[dict[str, Any]], Topic | None, tuple[str, ...]]:
     """What the tutor says about the learner's input, the topic asked for, if any, and the
-    topics whose passages it quoted."""
+    topics whose passages it quoted. `teaches`: this turn may teach a topic (not when it asks
+    a check anew): a question that names one is then answered from the passages instead."""
     module, learner, teaching = ctx.module, ctx.learner, ctx.teaching
     if teaching.judged is not None:
         return [], None, ()  # the server shows the score and feedback above this reply
@@ -47,8 +49,8 @@ def respond_to_learner(ctx: TurnContext, t: Translator) -> tuple[list[dict[str, 
     if intent == "medical":
         return _medical(module, t), None, ()
     titled = [t for t in mentioned if _contains(text, t.title)]
-    if titled and _asks(text):  # "Tell me about Body, mind and behaviour": that topic, whatever else
-        return [], titled[0], ()
+    if titled and _asks(text) and (teaches or not teaching.passages):
+        return [], titled[0], ()  # "Tell me about Body, mind and behaviour": that topic, whatever else
     if intent == "off_topic":
         return _not_covered(module, t), None, ()
     if intent == "more":
@@ -64,7 +66,7 @@ def respond_to_learner(ctx: TurnContext, t: Translator) -> tuple[list[dict[str, 
         seen = set(ctx.progress.covered)
         named = [t for t in mentioned if _contains(text, t.title)] or [
             t for t in mentioned if t.id == top and t.id not in seen]
-        if named:
+        if named and teaches:
             return [], named[0], ()
         return _answer_from(module, teaching.passages, t)
     if intent == "share" and teaching.passages:
