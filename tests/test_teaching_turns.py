@@ -143,6 +143,25 @@ def test_a_question_asked_when_a_check_is_due_is_answered_above_the_check(engine
     assert result.progress.covered == ["anxiety_defined"]  # answered, not taught: its check comes later
 
 
+def test_tell_me_more_goes_on_about_what_was_just_quoted_without_repeating_it(engine):
+    """After a question answered with a passage of a topic not taught yet, a typed "tell me
+    more" goes on about that topic (as its quick reply does), not the lesson's current one;
+    each "more" brings a passage not shown yet, one starting with a heading line included."""
+    conv = run(engine.open("gus", MODULE))
+    answered = run(engine.send(conv.id, LearnerInput(text="What can I do at 3am when my mind races?")))
+    topic = "**Body, mind and behaviour**"
+    assert f"part of the topic {topic}" in texts(answered)
+    shown: list[str] = []
+    for _ in range(3):
+        more = run(engine.send(conv.id, LearnerInput(text="tell me more")))
+        assert texts(more).startswith("Here is more on that") and f"part of the topic {topic}" in texts(more)
+        [quote] = [b["content"] for b in content(more)["text_blocks"] if b["type"] == "quote"]
+        assert quote not in shown
+        shown.append(quote)
+    assert any(q.startswith("## ") for q in shown)  # a passage whose first line is a heading
+    assert more.progress.covered == ["anxiety_defined"]  # quoted, not taught
+
+
 def test_the_reflection_form_follows_the_answer_to_its_level(engine):
     conv = run(engine.open("ed", MODULE))
     run(engine.send(conv.id, LearnerInput(text="Tell me about Body, mind and behaviour")))

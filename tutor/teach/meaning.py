@@ -21,6 +21,7 @@ thresholds were set on the development sets (evals/teach/dev).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module, Topic
 
 __all__ = ["OFF_TOPIC_BELOW", "Found", "ModuleVectors", "check_text", "find", "module_vectors", "more_about",
-           "warm_vectors"]
+           "quoted_topic", "warm_vectors"]
 
 W_LEXICAL = 0.35
 W_PASSAGE = 0.40
@@ -227,15 +228,49 @@ def _reads_not_covered(vectors: ModuleVectors, vector: np.ndarray, relevance: fl
     return nearest >= NOT_COVERED_AT and nearest >= relevance + NOT_COVERED_MARGIN
 
 
-def more_about(module: Module, topic_id: str, k: int = 1, shown: Sequence[str] = ()) -> list[Passage]:
+def _opening(text: str) -> str:
+    return " ".join(words(text)[:12])
+
+
+def _said(reply: str) -> str:
+    """A tutor turn's words, one space apart: a stored reply is its JSON, whose escaped line
+    breaks ("other\\nThe") would otherwise glue two words into one."""
+    if reply.lstrip().startswith("{"):
+        try:
+            reply = " ".join(_strings(json.loads(reply)))
+        except ValueError:
+            pass
+    return " ".join(words(reply))
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [s for item in items for s in _strings(item)]
+
+
+def more_about(module: Module, topic_id: str, k: int = 1, shown: Sequence[str] = (), *,
+               own: bool = False) -> list[Passage]:
     """"Tell me more": the topic's passages beyond what it teaches itself (the source
     sections it points at), in reading order, leaving out any already in `shown` (what the
-    tutor said in the last few turns); none when the topic has no more to give."""
-    seen = " ".join(" ".join(words(text)) for text in shown)
+    tutor said in the last few turns); none when the topic has no more to give. `own`: its
+    own content first (a topic only glimpsed in a quote, not taught yet)."""
+    seen = " ".join(_said(text) for text in shown)
     index = Index.build(module)
-    out = [p for p in index.passages if p.topic_id == topic_id and p.source_id != MODULE_SOURCE_ID
-           and " ".join(words(p.text)[:12]) not in seen]
+    out = [p for p in index.passages if p.topic_id == topic_id and (own or p.source_id != MODULE_SOURCE_ID)
+           and _opening(p.text) not in seen]
+    out.sort(key=lambda p: p.source_id != MODULE_SOURCE_ID)  # stable: reading order within each
     return out[:k]
+
+
+def quoted_topic(module: Module, reply: str) -> str | None:
+    """The topic of the first of the module's passages that `reply` (a tutor turn) quotes,
+    found by the passage's opening words; None when it quotes none."""
+    said = _said(reply)
+    at = [(said.find(_opening(p.text)), p.topic_id) for p in Index.build(module).passages if p.topic_id]
+    found = [(i, topic) for i, topic in at if i >= 0]
+    return min(found)[1] if found else None
 
 
 def check_text(check: Check) -> str:

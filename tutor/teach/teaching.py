@@ -67,7 +67,7 @@ from tutor.teach.mastery import (
     with_mastery,
     with_scores,
 )
-from tutor.teach.meaning import more_about
+from tutor.teach.meaning import more_about, quoted_topic
 from tutor.teach.understanding import understand_async
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
@@ -157,8 +157,11 @@ async def prepare(
     if learner.is_form:
         pass
     elif intent == "more":
-        current = _current_topic(module, state, history)
-        passages = tuple(_passage(p) for p in more_about(module, current, shown=recent)) if current else ()
+        # More about what the tutor just quoted (an answer to a question), else about the
+        # topic the conversation is on; a topic only glimpsed so far gives its own lesson first.
+        current = (quoted_topic(module, recent[-1]) if recent else None) or _current_topic(module, state, history)
+        passages = tuple(_passage(p) for p in more_about(module, current, shown=recent,
+                                                         own=current not in state.covered)) if current else ()
     elif found is not None:
         passages = tuple(_passage(p) for p in found)
     elif intent in ("question", "other") and learner.text:
