@@ -162,6 +162,19 @@ def test_tell_me_more_goes_on_about_what_was_just_quoted_without_repeating_it(en
     assert more.progress.covered == ["anxiety_defined"]  # quoted, not taught
 
 
+def test_a_learner_sharing_their_experience_is_heard_before_any_check(engine):
+    """Telling the tutor how it is for them, right after a lesson, is met with a reply to
+    that (a passage when one fits), not a test; the lesson waits for them, and the check
+    comes when they go on."""
+    conv = run(engine.open("hal", MODULE))
+    for share in ("I've always been a worrier, even as a kid", "my sister gets panic attacks too"):
+        heard = run(engine.send(conv.id, LearnerInput(text=share)))
+        assert texts(heard).startswith("Thank you for sharing that.")
+        assert form_ids(heard) == [] and heard.progress.covered == ["anxiety_defined"]  # no check, no new lesson
+    going_on = run(engine.send(conv.id, LearnerInput(text="Continue")))
+    assert form_ids(going_on) == ["check-anxiety_in_a_nutshell"]
+
+
 def test_the_reflection_form_follows_the_answer_to_its_level(engine):
     conv = run(engine.open("ed", MODULE))
     run(engine.send(conv.id, LearnerInput(text="Tell me about Body, mind and behaviour")))

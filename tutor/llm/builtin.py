@@ -67,7 +67,10 @@ __all__ = ["BuiltinTutor", "compose_reply", "markdown_blocks"]
 SKIP_REPLY = N_("Skip this check")
 SUMMARY_REPLY = N_("Show me a summary")
 CONTINUE_REPLY = N_("Continue")
-_WAITS = ("off_topic", "medical", "more")
+# Messages after which the lesson waits for the learner instead of moving on by itself: an
+# answer off topic or about medicine, more on the same topic, and a learner's own experience
+# heard (not followed at once by the next lesson).
+_WAITS = ("off_topic", "medical", "more", "share")
 
 
 class BuiltinTutor:

@@ -4,9 +4,10 @@ question asked while it was open); else the check of the most recently taught to
 asked yet; once every topic is taught, the unmastered check asked longest ago. Never one
 straight after another was answered well: new material comes first, or in the closing
 review a pause until the learner goes on. None while the learner skips, follows a form's
-`next_topic`, or asks for a topic by name, and while they ask questions, unless a taught
-topic's check has waited SPACING turns with no check asked: then it comes below the
-answer, so checks stay spread out instead of piling up into the closing review."""
+`next_topic`, or asks for a topic by name, and while they ask questions or share their own
+experience, unless a taught topic's check has waited SPACING turns with no check asked: then
+it comes below the answer, so checks stay spread out instead of piling up into the closing
+review."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ from tutor.teach.mastery import CheckHistory
 _KEEPS_CHECK = ("retry", "question", "share", "more", "off_topic", "medical")
 _ANSWERED = ("more", "off_topic", "medical")
 SPACING = 2  # turns of questions after which a waiting check comes below the answer
+# Messages that talk with the tutor about the material: answered (or heard) first, the
+# waiting check only after SPACING such turns, so a learner telling how they feel is not
+# met with a test.
+_CONVERSING = ("question", "share")
 
 
 def plan_check(
@@ -44,7 +49,7 @@ def plan_check(
         return _ask(module, last[1], again=True)  # a question does not close the check
     if intent == "exercise":
         return _practice(module, state, history)
-    if intent == "question" and not _due(history, now):
+    if intent in _CONVERSING and not _due(history, now):
         return None
     if intent in ("summary", *_ANSWERED) or goto or (intent == "navigate" and set(detected)):
         return None
@@ -55,8 +60,8 @@ def plan_check(
         for check in topic.checks if topic else ():
             if still_open(check) and check.id not in history.asked:
                 return _ask(module, check)
-    if intent == "question":
-        return None  # a question is answered; the review waits for the learner to go on
+    if intent in _CONVERSING:
+        return None  # a question is answered, a share heard; the review waits for the learner to go on
     if progress_mod.next_topic(module, state) is None and not progress_mod.is_complete(module, state):
         waiting = [c for t in module.topics for c in t.checks if still_open(c)]
         skipped = last[1].id if last is not None and answered is None else None
