@@ -171,6 +171,8 @@ def test_a_learner_sharing_their_experience_is_heard_before_any_check(engine):
         heard = run(engine.send(conv.id, LearnerInput(text=share)))
         assert texts(heard).startswith("Thank you for sharing that.")
         assert form_ids(heard) == [] and heard.progress.covered == ["anxiety_defined"]  # no check, no new lesson
+        step = content(heard)["next_step"]  # the way on is the lesson's own: ask about it, or continue
+        assert "What anxiety is" in step["prompt"] and step["suggestions"][-1] == "Continue"
     going_on = run(engine.send(conv.id, LearnerInput(text="Continue")))
     assert form_ids(going_on) == ["check-anxiety_in_a_nutshell"]
 

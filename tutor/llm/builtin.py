@@ -141,7 +141,8 @@ def compose_reply(ctx: TurnContext | None) -> str:
     if ask is not None:
         blocks += _check_intro(ctx, ask, t)
     content["next_step"] = ({"prompt": None, "suggestions": [t(CONTINUE_REPLY), t(SUMMARY_REPLY)], "can_skip": True}
-                            if pause else _next_step(ctx, topic, quoted, claimed, t))
+                            if pause else _next_step(ctx, topic or (_lesson_topic(module, state) if waits else None),
+                                                     quoted, claimed, t))
 
     learner, judged = ctx.learner, ctx.teaching.judged
     emotion = ("celebratory" if milestone else "encouraging" if learner is None or ask is not None or judged
@@ -164,6 +165,12 @@ def compose_reply(ctx: TurnContext | None) -> str:
             "emotion": emotion,
         },
     })
+
+
+def _lesson_topic(module: Module, state: ProgressState) -> Topic | None:
+    """The topic the lesson is on (taught last): what a reply that waits for the learner offers
+    to ask about or go on from, as the lesson's own turn did."""
+    return module.topic(state.covered[-1]) if state.covered else None
 
 
 def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[str, Any]]:
