@@ -4,6 +4,7 @@ with a fixed line; the learner's words only as user content; {{variables}}; hist
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -267,3 +268,9 @@ def test_passages_travel_with_their_source_headers_after_the_stable_part():
     assert 'the app asks the check "How does slow breathing help?"' in content
     plain = build_messages(MINI, STATE, [], "hi", teaching=TeachingContext())[0].content
     assert "## This turn" not in plain
+    assert "a moment ago" not in content
+    # a passage the learner was shown in the last turns: the model is told to point back to it
+    seen = (dataclasses.replace(passages[0], shown=True),)
+    again = build_messages(MINI, STATE, [], "and why?", teaching=TeachingContext(intent="question", passages=seen))
+    assert ("You showed the learner this passage a moment ago: point back to it in a sentence instead of "
+            "quoting it again.)\nBreathing out slowly") in again[0].content

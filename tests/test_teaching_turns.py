@@ -177,6 +177,16 @@ def test_a_learner_sharing_their_experience_is_heard_before_any_check(engine):
     assert form_ids(going_on) == ["check-anxiety_in_a_nutshell"]
 
 
+def test_a_passage_shown_a_moment_ago_is_pointed_back_to_not_quoted_again(engine):
+    conv = run(engine.open("ida", MODULE))
+    first = run(engine.send(conv.id, LearnerInput(text="Why does my heart race?")))
+    [quote] = [b["content"] for b in content(first)["text_blocks"] if b["type"] == "quote"][:1]
+    again = run(engine.send(conv.id, LearnerInput(text="Why does my heart race?")))
+    assert "That is in what we just went through on **The physical level**, above." in texts(again)
+    assert quote not in [b["content"] for b in content(again)["text_blocks"]]
+    assert content(again)["next_step"]["suggestions"][-1] == "Continue"  # answered: the lesson waits
+
+
 def test_the_reflection_form_follows_the_answer_to_its_level(engine):
     conv = run(engine.open("ed", MODULE))
     run(engine.send(conv.id, LearnerInput(text="Tell me about Body, mind and behaviour")))

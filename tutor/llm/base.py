@@ -47,6 +47,7 @@ class PassageData:
     topic_id: str | None
     text: str  # verbatim from the section
     score: float = 0.0
+    shown: bool = False  # the tutor showed it in the last few turns: point to it, do not repeat it
 
     @property
     def header(self) -> str:

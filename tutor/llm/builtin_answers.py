@@ -71,7 +71,7 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
         return _answer_from(module, teaching.passages, t)
     if intent == "share" and teaching.passages:
         return _answer_from(module, teaching.passages[:1], t,
-                            t("Thank you for sharing that. This part of the module may speak to it:"))
+                            t("Thank you for sharing that. This part of the module may speak to it:"), heard=True)
     if mentioned and _asks(text):
         # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
         # the topic named by its title is the one asked about.
@@ -90,14 +90,27 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
     return [], None, ()
 
 
-def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator, intro: str = ""
-                 ) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
+def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator, intro: str = "",
+                 heard: bool = False) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
     """The best passage, and a second that scores nearly as well, quoted with their topic
-    and source."""
+    and source; one the learner was shown a moment ago is pointed back to, not quoted again
+    (`heard`: the learner shared their own experience, and is thanked for it first)."""
     best = passages[0].score or 1.0
     chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
-    blocks = [block("paragraph", intro or t("Here is what this module's material says about that:"))]
-    topics: list[str] = []
+    blocks: list[dict[str, Any]] = []
+    topics: list[str] = []  # the topics answered from, quoted or pointed back to
+    for passage in chosen:
+        topic = module.topic(passage.topic_id) if passage.topic_id else None
+        if passage.shown and topic is not None:
+            pointer = (t("Thank you for sharing that. It connects to what we just went through on **{topic}**, "
+                         "above.", topic=topic.title) if heard else
+                       t("That is in what we just went through on **{topic}**, above.", topic=topic.title))
+            blocks.append(block("paragraph", pointer))
+            topics.append(topic.id)
+    chosen = [p for p in chosen if p.topic_id not in topics]
+    if not chosen:
+        return blocks, None, tuple(dict.fromkeys(topics))
+    blocks.append(block("paragraph", intro or t("Here is what this module's material says about that:")))
     for passage in chosen:
         topic = module.topic(passage.topic_id) if passage.topic_id else None
         blocks.append(block("quote", passage.text.strip()))

@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module, Topic
 
 __all__ = ["OFF_TOPIC_BELOW", "Found", "ModuleVectors", "check_text", "find", "module_vectors", "more_about",
-           "quoted_topic", "warm_vectors"]
+           "quoted_topic", "shown_in", "warm_vectors"]
 
 W_LEXICAL = 0.35
 W_PASSAGE = 0.40
@@ -262,6 +262,11 @@ def more_about(module: Module, topic_id: str, k: int = 1, shown: Sequence[str] =
            and _opening(p.text) not in seen]
     out.sort(key=lambda p: p.source_id != MODULE_SOURCE_ID)  # stable: reading order within each
     return out[:k]
+
+
+def shown_in(text: str, shown: Sequence[str]) -> bool:
+    """Whether a passage (`text`) is in what the tutor said in `shown`, by its opening words."""
+    return _opening(text) in " ".join(_said(said) for said in shown)
 
 
 def quoted_topic(module: Module, reply: str) -> str | None:

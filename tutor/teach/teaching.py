@@ -67,7 +67,7 @@ from tutor.teach.mastery import (
     with_mastery,
     with_scores,
 )
-from tutor.teach.meaning import more_about, quoted_topic
+from tutor.teach.meaning import more_about, quoted_topic, shown_in
 from tutor.teach.understanding import understand_async
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
@@ -163,9 +163,10 @@ async def prepare(
         passages = tuple(_passage(p) for p in more_about(module, current, shown=recent,
                                                          own=current not in state.covered)) if current else ()
     elif found is not None:
-        passages = tuple(_passage(p) for p in found)
+        passages = tuple(_passage(p, shown_in(p.text, recent)) for p in found)
     elif intent in ("question", "other") and learner.text:
-        passages = tuple(_passage(p) for p in retrieve(module, learner.text, k=PASSAGES, on_topic_only=True))
+        passages = tuple(_passage(p, shown_in(p.text, recent))
+                         for p in retrieve(module, learner.text, k=PASSAGES, on_topic_only=True))
     ask = plan_check(module, interim, history, intent, answered[1] if answered else None, goto, detected,
                      now=pending.learner.seq)
     if ask is not None:
@@ -245,8 +246,9 @@ def _form_next_topic(module: Module, form_id: str | None, answers: dict[str, Any
     return None
 
 
-def _passage(p: Any) -> PassageData:
-    return PassageData(p.source_id, p.source_title, p.section_id, p.section_title, p.topic_id, p.text, p.score)
+def _passage(p: Any, shown: bool = False) -> PassageData:
+    return PassageData(p.source_id, p.source_title, p.section_id, p.section_title, p.topic_id, p.text, p.score,
+                       shown)
 
 
 # --- after the tutor spoke ------------------------------------------------------------------

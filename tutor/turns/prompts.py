@@ -327,7 +327,9 @@ def teaching_notes(teaching: TeachingContext) -> str:
         lines.append("- Passages from the module's material that match the learner's words. Answer from them when "
                      "they help, and cite what you use in content.citations (quote word for word):")
         for passage in teaching.passages:
-            lines += ["", passage.header, passage.text.strip(), "", "---"]
+            seen = ["(You showed the learner this passage a moment ago: point back to it in a sentence instead of "
+                    "quoting it again.)"] if passage.shown else []
+            lines += ["", passage.header, *seen, passage.text.strip(), "", "---"]
         lines.pop()
     return "## This turn (decided by the app)\n" + "\n".join(lines) if lines else ""
 
