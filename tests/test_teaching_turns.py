@@ -187,6 +187,20 @@ def test_a_passage_shown_a_moment_ago_is_pointed_back_to_not_quoted_again(engine
     assert content(again)["next_step"]["suggestions"][-1] == "Continue"  # answered: the lesson waits
 
 
+def test_a_short_follow_up_question_is_read_with_what_the_learner_said_before_it(engine):
+    """"Why do I do that?" alone is about nothing in the module; after the learner said what
+    they do, it is a question about it, answered from the material. A follow-up to something
+    off topic stays off topic."""
+    conv = run(engine.open("jo", MODULE))
+    run(engine.send(conv.id, LearnerInput(text="I keep checking my phone for messages from my boss, I can't stop")))
+    follow = run(engine.send(conv.id, LearnerInput(text="why do I do that")))
+    assert "isn't something this module covers" not in texts(follow)
+    assert "part of the topic **Reassurance, checking and worry**" in texts(follow)
+    run(engine.send(conv.id, LearnerInput(text="What's a good recipe for banana bread")))
+    aside = run(engine.send(conv.id, LearnerInput(text="how long does that take to bake")))
+    assert "isn't something this module covers" in texts(aside)
+
+
 def test_the_reflection_form_follows_the_answer_to_its_level(engine):
     conv = run(engine.open("ed", MODULE))
     run(engine.send(conv.id, LearnerInput(text="Tell me about Body, mind and behaviour")))

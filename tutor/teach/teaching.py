@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -71,6 +72,7 @@ from tutor.teach.meaning import more_about, quoted_topic, shown_in
 from tutor.teach.understanding import understand_async
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
+from tutor.text import words
 
 __all__ = [
     "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "prepare",
@@ -112,11 +114,11 @@ class TurnPlan:
 async def prepare(
     store: Store, provider: Provider, settings: LLMSettings, module: Module, conversation_id: int,
     pending: PendingTurn | None, progress: ProgressState, detected: frozenset[str],
-    history: CheckHistory | None = None, recent: Sequence[str] = (),
+    history: CheckHistory | None = None, recent: Sequence[str] = (), earlier: str = "",
 ) -> TurnPlan:
     """`history`: the conversation's checks if the caller has read them (read_history);
     `recent`: what the tutor said in the last few turns (a passage shown there is not shown
-    again as "more")."""
+    again as "more"); `earlier`: the learner's message before this one."""
     if history is None:
         history = await store.run(read_history, store, conversation_id, pending.learner.seq if pending else None)
     state = replace(progress, mastered=mastered_from(module, history.scored))
@@ -138,7 +140,7 @@ async def prepare(
         goto = _form_next_topic(module, learner.form_id, learner.answers or {})
     else:
         open_check = module.find_check(history.last_asked) if history.last_asked else None
-        read = await _understand(module, learner.text or "", open_check)
+        read = await _understand(module, learner.text or "", open_check, earlier)
         intent, found = read if read is not None else (
             classify(learner.text, check_open=open_check is not None), None)
         if intent == "answer":
@@ -188,19 +190,46 @@ def _current_topic(module: Module, state: ProgressState, history: CheckHistory) 
     return state.covered[-1] if state.covered else (found[0].id if found else None)
 
 
-async def _understand(module: Module, text: str, open_check: tuple[Topic, Check] | None
+async def _understand(module: Module, text: str, open_check: tuple[Topic, Check] | None, earlier: str = ""
                       ) -> tuple[str, list[Any]] | None:
     """What the message is doing and the passages that answer it, read by meaning
     (tutor.teach.understanding), or None when the semantic layer is not installed (the
-    rules and BM25 decide, as before). Passages come only with intents that use them."""
+    rules and BM25 decide, as before). Passages come only with intents that use them.
+    `earlier`: the learner's message before this one. A short question that points back to
+    it ("why do I do that?") and reads as off topic alone is read with it."""
+    check = open_check[1] if open_check else None
     try:
-        read = await understand_async(module, text, open_check[1] if open_check else None, k=PASSAGES)
+        read = await understand_async(module, text, check, k=PASSAGES)
+        if read.intent == "off_topic" and earlier and _points_back(text):
+            both = await understand_async(module, f"{earlier[:1000]}\n{text}", check, k=PASSAGES)
+            if not both.found.off_topic and both.intent in ("question", "share"):
+                read = replace(both, reading=replace(both.reading, intent="question" if _asks(text) else both.intent))
     except EmbedderUnavailable as exc:
         log.warning("reading the learner's message by words only: %s", exc)
         return None
     intent = _FLOW.get(read.intent, read.intent)
     uses = intent == "question" or (intent == "share" and read.found.relevance >= SHARE_FITS)
     return intent, list(read.found.passages) if uses else []
+
+
+# Words by which a short question points back to what the learner said before it.
+_POINTING = frozenset("that it this those these them so vay the".split())
+_POINTING_VI = ("đó", "đấy", "vậy", "thế", "này")
+POINTING_WORDS = 10  # a follow-up question this short or shorter
+_ASKING_FIRST = frozenset("why how what when where which who is are do does did can could should would".split())
+
+
+def _points_back(text: str) -> bool:
+    found = words(text)
+    lowered = f" {text.casefold()} "
+    return 0 < len(found) <= POINTING_WORDS and (
+        any(w in _POINTING for w in found) or any(f" {w} " in lowered or f" {w}?" in lowered for w in _POINTING_VI))
+
+
+def _asks(text: str) -> bool:
+    """A question mark, an English question word first, or a Vietnamese question word."""
+    found, lowered = words(text), re.findall(r"\w+", text.casefold())
+    return "?" in text or (bool(found) and found[0] in _ASKING_FIRST) or any(w in lowered for w in ("sao", "gì", "nào"))
 
 
 async def _judge(

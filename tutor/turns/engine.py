@@ -290,7 +290,9 @@ class Engine:
         # evidence counted, milestones left for the reply to celebrate.
         plan = await teaching.prepare(self.store, self.provider, self.settings, module, conversation_id,
                                       pending, inputs.progress, detected, history=checks,
-                                      recent=[m.content for m in inputs.history[-6:] if m.role == "assistant"])
+                                      recent=[m.content for m in inputs.history[-6:] if m.role == "assistant"],
+                                      earlier=next((m.content for m in reversed(inputs.history) if m.role == "user"),
+                                                   ""))
         interim = plan.interim
         request = model_request(self.settings, module, plan, inputs, pending, detected)
         stop = self._stops[conversation_id] = asyncio.Event()
