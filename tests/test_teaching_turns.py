@@ -196,6 +196,10 @@ def test_a_short_follow_up_question_is_read_with_what_the_learner_said_before_it
     follow = run(engine.send(conv.id, LearnerInput(text="why do I do that")))
     assert "isn't something this module covers" not in texts(follow)
     assert "part of the topic **Reassurance, checking and worry**" in texts(follow)
+    # a question of its own that happens to say "it" is not read with what came before
+    run(engine.send(conv.id, LearnerInput(text="I keep checking my phone for messages from my boss, I can't stop")))
+    own = run(engine.send(conv.id, LearnerInput(text="is it going to rain")))
+    assert "isn't something this module covers" in texts(own)
     run(engine.send(conv.id, LearnerInput(text="What's a good recipe for banana bread")))
     aside = run(engine.send(conv.id, LearnerInput(text="how long does that take to bake")))
     assert "isn't something this module covers" in texts(aside)

@@ -69,6 +69,7 @@ from tutor.teach.mastery import (
     with_scores,
 )
 from tutor.teach.meaning import more_about, quoted_topic, shown_in
+from tutor.teach.retrieval import tokens
 from tutor.teach.understanding import understand_async
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
@@ -212,17 +213,21 @@ async def _understand(module: Module, text: str, open_check: tuple[Topic, Check]
     return intent, list(read.found.passages) if uses else []
 
 
-# Words by which a short question points back to what the learner said before it.
-_POINTING = frozenset("that it this those these them so vay the".split())
+# Words by which a short question points back to what the learner said before it, and says
+# little else: at most one word of its own besides function words ("is that normal?", "how
+# do I stop it?"); "what time is it in Tokyo?" has two, and is a question of its own.
+_POINTING = frozenset("that it this those these them vay".split())
 _POINTING_VI = ("đó", "đấy", "vậy", "thế", "này")
 POINTING_WORDS = 10  # a follow-up question this short or shorter
+POINTING_OWN_WORDS = 1
 _ASKING_FIRST = frozenset("why how what when where which who is are do does did can could should would".split())
 
 
 def _points_back(text: str) -> bool:
     found = words(text)
     lowered = f" {text.casefold()} "
-    return 0 < len(found) <= POINTING_WORDS and (
+    own = sum(1 for token in tokens(text) if "_" not in token)  # words of its own (pairs are "a_b")
+    return 0 < len(found) <= POINTING_WORDS and own <= POINTING_OWN_WORDS and (
         any(w in _POINTING for w in found) or any(f" {w} " in lowered or f" {w}?" in lowered for w in _POINTING_VI))
 
 
