@@ -121,27 +121,14 @@ def _prompt_grams(prompt: str) -> frozenset[tuple[str, ...]]:
     return _grams(prompt, ECHO_RUN)
 
 
-class _Either:
-    """Word runs found in any of several sets (the prompt's shared part and this turn's)."""
-
-    def __init__(self, *sets: frozenset[tuple[str, ...]]) -> None:
-        self.sets = [s for s in sets if s]
-
-    def __contains__(self, gram: tuple[str, ...]) -> bool:
-        return any(gram in s for s in self.sets)
-
-    def __bool__(self) -> bool:
-        return bool(self.sets)
-
-
-Grams = frozenset[tuple[str, ...]] | _Either
+# Word runs of one or more texts (the prompt's shared part and this turn's), looked up in each.
+Grams = tuple[frozenset[tuple[str, ...]], ...]
 
 
 def _covered(text_words: tuple[str, ...], grams: Grams, n: int) -> tuple[int, int]:
     """(words of the text inside runs of `n` or more words found in `grams`, the longest run)."""
     runs = [text_words[i:i + n] for i in range(len(text_words) - n + 1)]
-    sets = grams.sets if isinstance(grams, _Either) else [grams]
-    found = set().union(*(s.intersection(runs) for s in sets))  # set operations in C: most texts find none
+    found = set().union(*(s.intersection(runs) for s in grams))  # set operations in C: most texts find none
     if not found:
         return 0, 0
     covered = [False] * len(text_words)
@@ -156,7 +143,7 @@ def _covered(text_words: tuple[str, ...], grams: Grams, n: int) -> tuple[int, in
 
 
 def _copied(w: tuple[str, ...], grams: Grams, n: int, share: float, long_run: int | None) -> bool:
-    if len(w) < n or not grams:
+    if len(w) < n or not any(grams):
         return False
     covered, longest = _covered(w, grams, n)
     return covered >= share * len(w) or (long_run is not None and longest >= long_run)
@@ -165,7 +152,7 @@ def _copied(w: tuple[str, ...], grams: Grams, n: int, share: float, long_run: in
 def _echoes_learner(w: tuple[str, ...], learner: str, grams: frozenset[tuple[str, ...]]) -> bool:
     if len(w) < LEARNER_RUN:
         return False
-    covered, _ = _covered(w, grams, LEARNER_RUN)
+    covered, _ = _covered(w, (grams,), LEARNER_RUN)
     return covered >= LEARNER_SHARE * len(w) and covered >= LEARNER_SHARE * len(words(learner))
 
 
@@ -292,10 +279,10 @@ def check(response: dict[str, Any], sent: Sent | None = None) -> Verdict:
     def flag(name: str, path: str, why: str) -> None:
         found.setdefault(name, []).append(f"{path}: {why}")
 
-    prompt_grams = _Either(_prompt_grams(sent.stable), _grams(sent.prompt, ECHO_RUN))
+    prompt_grams = (_prompt_grams(sent.stable), _grams(sent.prompt, ECHO_RUN))
     learner_grams = _grams(sent.learner, LEARNER_RUN) if len(words(sent.learner)) >= LEARNER_MIN_WORDS \
         else frozenset()
-    app_grams = _app_grams()
+    app_grams = (_app_grams(),)
     seen_blocks: set[tuple[str, ...]] = set()
     seen_suggestions: set[tuple[str, ...]] = set()
     for path, container, key, hint in _texts(data):

@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module, Topic
 
 __all__ = ["OFF_TOPIC_BELOW", "Found", "ModuleVectors", "check_text", "find", "module_vectors", "more_about",
-           "quoted_topic", "shown_in", "warm_vectors"]
+           "quoted_topic", "said_words", "shown_in", "warm_vectors"]
 
 W_LEXICAL = 0.35
 W_PASSAGE = 0.40
@@ -256,7 +256,7 @@ def more_about(module: Module, topic_id: str, k: int = 1, shown: Sequence[str] =
     sections it points at), in reading order, leaving out any already in `shown` (what the
     tutor said in the last few turns); none when the topic has no more to give. `own`: its
     own content first (a topic only glimpsed in a quote, not taught yet)."""
-    seen = " ".join(_said(text) for text in shown)
+    seen = said_words(shown)
     index = Index.build(module)
     out = [p for p in index.passages if p.topic_id == topic_id and (own or p.source_id != MODULE_SOURCE_ID)
            and _opening(p.text) not in seen]
@@ -264,9 +264,15 @@ def more_about(module: Module, topic_id: str, k: int = 1, shown: Sequence[str] =
     return out[:k]
 
 
-def shown_in(text: str, shown: Sequence[str]) -> bool:
-    """Whether a passage (`text`) is in what the tutor said in `shown`, by its opening words."""
-    return _opening(text) in " ".join(_said(said) for said in shown)
+def said_words(replies: Sequence[str]) -> str:
+    """What the tutor said in `replies` (stored tutor turns), as words one space apart: read
+    once a turn, then looked up by `shown_in` for each passage."""
+    return " ".join(_said(reply) for reply in replies)
+
+
+def shown_in(text: str, said: str) -> bool:
+    """Whether a passage (`text`) is in `said` (said_words of the last turns), by its opening words."""
+    return _opening(text) in said
 
 
 def quoted_topic(module: Module, reply: str) -> str | None:

@@ -68,12 +68,12 @@ from tutor.teach.mastery import (
     with_mastery,
     with_scores,
 )
-from tutor.teach.meaning import more_about, quoted_topic, shown_in
+from tutor.teach.meaning import more_about, quoted_topic, said_words, shown_in
 from tutor.teach.retrieval import tokens
 from tutor.teach.understanding import understand_async
+from tutor.text import words
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
-from tutor.text import words
 
 __all__ = [
     "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "prepare",
@@ -166,9 +166,11 @@ async def prepare(
         passages = tuple(_passage(p) for p in more_about(module, current, shown=recent,
                                                          own=current not in state.covered)) if current else ()
     elif found is not None:
-        passages = tuple(_passage(p, shown_in(p.text, recent)) for p in found)
+        said = said_words(recent)
+        passages = tuple(_passage(p, shown_in(p.text, said)) for p in found)
     elif intent in ("question", "other") and learner.text:
-        passages = tuple(_passage(p, shown_in(p.text, recent))
+        said = said_words(recent)
+        passages = tuple(_passage(p, shown_in(p.text, said))
                          for p in retrieve(module, learner.text, k=PASSAGES, on_topic_only=True))
     ask = plan_check(module, interim, history, intent, answered[1] if answered else None, goto, detected,
                      now=pending.learner.seq)
