@@ -41,7 +41,7 @@ from tutor.understand import (
     ngram_rows,
     windows,
 )
-from tutor.understand.intent_bank import bank
+from tutor.understand.intent_bank import bank, other_subjects
 from tutor.understand.trained import trained_once
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,7 +65,7 @@ _WHAT_TO_DO = re.compile(
     r"|lam (?:gi|sao|the nao) (?:de|cho|khi|bay gio|thi)|nen lam gi|co cach nao|cach (?:nao|gi)? ?(?:de|giup)"
     r"|lam gi (?:khi|luc)|phai lam (?:gi|sao)|giup (?:minh|toi|em) (?:bot|het|ngu|binh tinh))")
 ELSEWHERE = "(elsewhere)"  # the topic reader's class for messages about none of the module's topics
-ELSEWHERE_ABOVE = 0.85
+ELSEWHERE_ABOVE = 0.70
 TOPIC_TRAINING = {"l2": 1e-4, "steps": 300, "scale": 2.0}
 CLASSIFIER_WINDOW = 25  # words per training window of a topic's material
 _MARKUP = re.compile(r"^\s*(#+|[-*>]|\d+\.|!!!\s*\w+)\s*", re.MULTILINE)
@@ -140,9 +140,9 @@ def warm_vectors(modules: list[Module]) -> None:
 
 
 def elsewhere() -> list[str]:
-    """Messages about anything but learning (the intent bank's `chat`): what the topic
-    reader learns "not this module" from."""
-    return [text for act, text in bank() if act == "chat"]
+    """Messages about anything but learning (the intent bank's `chat`) and questions about
+    other subjects (elsewhere.yaml): what the topic reader learns "not this module" from."""
+    return [text for act, text in bank() if act == "chat"] + list(other_subjects())
 
 
 def _topic_reader(module: Module, index: Index) -> SoftmaxClassifier | None:
