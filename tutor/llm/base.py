@@ -86,12 +86,14 @@ class TeachingContext:
     """What the server decided about teaching this turn, as plain data (tutor.teach.teaching)."""
 
     # what the learner's input is: answer | question | skip | retry | summary | navigate |
-    # form | other | opening
+    # form | other | opening, or what tutor.teach.understanding read (more, share, off_topic,
+    # medical, exercise, social)
     intent: str = "other"
     passages: tuple[PassageData, ...] = ()
     judged: JudgedData | None = None
     ask: CheckData | None = None
     goto_topic: str | None = None  # a form answer leads here (an option's next_topic)
+    social: str = ""  # intent "social": thanks | goodbye | greeting | laugh (tutor.teach.intent.social)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tutor.i18n import Translator
+from tutor.i18n import N_, Translator
 from tutor.contract.authored import markdown_blocks
 from tutor.llm.base import PassageData, TurnContext
 from tutor.render.reflection import reflected
@@ -27,6 +27,13 @@ _ASKING = frozenset("what why how when where who which can could is are do does 
                     "ke giai tiep xem tai vi lam hay".split())
 _MOVING_ON = frozenset("continue next ok okay yes sure go ready done tiep vang duoc".split())
 _SECOND_PASSAGE = 0.85  # a second passage is quoted when it scores this close to the best
+# A greeting, thanks or goodbye alone is answered in kind; the lesson then waits for the learner.
+_SOCIAL_REPLIES = {
+    "greeting": N_("Hi! Good to have you here."),
+    "thanks": N_("You're welcome. I'm glad it helps."),
+    "goodbye": N_("Goodbye for now. Your progress is saved, so we can pick up right here next time."),
+    "laugh": N_("Glad that made you smile."),
+}
 
 
 def block(kind: str, text: str, level: int | None = None) -> dict[str, Any]:
@@ -51,6 +58,8 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
     titled = [t for t in mentioned if _contains(text, t.title)]
     if titled and _asks(text) and (teaches or not teaching.passages):
         return [], titled[0], ()  # "Tell me about Body, mind and behaviour": that topic, whatever else
+    if intent == "social":
+        return [block("paragraph", t(_SOCIAL_REPLIES.get(teaching.social, _SOCIAL_REPLIES["greeting"])))], None, ()
     if intent == "off_topic":
         return _not_covered(module, t), None, ()
     if intent == "more":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tutor.text import words
 
-__all__ = ["RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "classify"]
+__all__ = ["RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "classify", "social"]
 
 SHORT_WORDS = 8
 SKIP_REPLY = "Skip this check"
@@ -28,9 +28,11 @@ keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: 
 
 
 def classify(text: str | None, *, check_open: bool) -> str:
-    """One of: question, skip, retry, summary, navigate, answer (only when `check_open`),
-    other."""
+    """One of: social (a greeting, thanks or goodbye alone), question, skip, retry, summary,
+    navigate, answer (only when `check_open`), other."""
     raw = text or ""
+    if social(raw):
+        return "social"
     found = words(raw)
     phrase = " ".join(found)
     short = len(found) <= SHORT_WORDS
@@ -47,3 +49,34 @@ def classify(text: str | None, *, check_open: bool) -> str:
     if not found:
         return "navigate"
     return "answer" if check_open else "other"
+
+
+# A greeting, thanks or goodbye, and nothing else: the tutor replies in kind and the lesson
+# waits (tutor.llm.builtin_answers), instead of "this module doesn't cover that". Words
+# folded (Vietnamese "cảm ơn" is "cam on"); a message with any other word ("hi, what is
+# anxiety", "no thanks", "thanks, and what about sleep") is read as usual.
+_SOCIAL = {
+    "thanks": ("thank", "thanks", "thx", "ty", "cheers", "appreciate", "appreciated", "helpful", "useful",
+               "cam on", "cam ta", "thank u"),
+    "goodbye": ("bye", "goodbye", "byebye", "goodnight", "good night", "see you", "see ya", "cya",
+                "tam biet", "hen gap lai", "chuc ngu ngon", "di ngu day"),
+    "greeting": ("hi", "hello", "hey", "hiya", "heya", "howdy", "yo", "good morning", "good afternoon",
+                 "good evening", "morning", "xin chao", "chao", "alo"),
+    "laugh": ("haha", "hahaha", "hahahaha", "lol", "lmao", "hehe", "hihi", "kk", "hoho"),
+}
+_SOCIAL_FILLER = frozenset("""you u so much very a lot lots the there everyone all again for it that this was is
+really super guys tutor teacher friend good great nice and now today tomorrow then oh ah well too
+nha nhe ha a ban nhieu lam minh em anh chi co thay moi nguoi oi nhe nhiu vay nhe ne""".split())
+_SOCIAL_WORDS = frozenset(w for phrases in _SOCIAL.values() for p in phrases for w in p.split()) | _SOCIAL_FILLER
+SOCIAL_WORDS = 8  # at most this many words
+
+
+def social(text: str | None) -> str | None:
+    """"thanks", "goodbye", "greeting" or "laugh" when the message is only that (at most
+    SOCIAL_WORDS words, each a social word or a filler such as "you", "so much", "everyone");
+    else None. Thanks wins over goodbye over greeting ("thanks, bye!" is thanks)."""
+    found = words(text or "")
+    if not found or len(found) > SOCIAL_WORDS or any(w not in _SOCIAL_WORDS for w in found):
+        return None
+    phrase = f" {' '.join(found)} "
+    return next((kind for kind, phrases in _SOCIAL.items() if any(f" {p} " in phrase for p in phrases)), None)

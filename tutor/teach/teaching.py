@@ -56,7 +56,7 @@ from tutor.teach.feedback import (
     failed_block,
     feedback_block,
 )
-from tutor.teach.intent import SKIP_REPLY, classify
+from tutor.teach.intent import SKIP_REPLY, classify, social
 from tutor.teach.judge_call import judge_with_model
 from tutor.teach.mastery import (
     CheckHistory,
@@ -180,7 +180,8 @@ async def prepare(
         # "Try again" only once the learner has answered it (asked again after a question is not a retry).
         tried = any(check_id == ask.check_id for check_id, _ in history.scored)
         plan.ask_form = check_form(found[1], found[0].title, again=tried, language=module.language)
-    plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto)
+    plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto,
+                                   social=(social(learner.text) or "") if intent == "social" else "")
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
 

@@ -14,7 +14,7 @@ share, chat unrelated to learning, or a medical question. The module decides the
 - medicines, doses and diagnoses get the module's "ask your doctor" reply.
 
 Rules stay only as a backstop for a message too short to read ("ok", "?", a quick reply the
-app itself offers), decided by tutor.teach.intent.
+app itself offers, a greeting, thanks or goodbye alone), decided by tutor.teach.intent.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 # What the teaching flow is told (tutor.teach.teaching): the acts above, with a statement to an
 # open check read as an answer and anything far from the module as off_topic.
 INTENTS = ("answer", "question", "more", "next", "skip", "retry", "summary", "exercise", "share", "off_topic",
-           "medical")
+           "medical", "social")
 TRAINING = {"l2": 1e-4, "steps": 300, "scale": 2.0}
 # Cosine between the message and the open check's own words above which a share or chat
 # reads as an attempt at the answer.
@@ -60,7 +60,9 @@ CHECK_CLOSE = 0.84
 # The topic reader's probability for the likeliest topic from which a message shaped like
 # small talk is taken as about that topic.
 TOPIC_SURE = 0.5
-_RULE_ONLY = {"skip", "retry", "summary"}  # the app's own quick replies, read by rules first
+# The app's own quick replies, and a greeting, thanks or goodbye alone (replied in kind,
+# never judged), read by rules first.
+_RULE_ONLY = {"skip", "retry", "summary", "social"}
 
 
 @dataclass(frozen=True)

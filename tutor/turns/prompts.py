@@ -290,7 +290,13 @@ _INTENT_NOTES = {
     "share": "- The learner shared something about themselves: acknowledge it warmly and briefly, connect it to "
              "the module where it fits, and do not treat it as an answer to a check.",
     "exercise": "- The learner asked for something to practise: offer an exercise from the module's skills.",
+    "social": "- The learner only greeted you, thanked you or said goodbye: reply in kind in a sentence, then "
+              "offer to go on with the lesson; teach nothing new this turn.",
 }
+
+
+# Messages answered with the open check left open (asked again below the reply).
+_KEEPS_CHECK_OPEN = ("question", "share", "more", "off_topic", "medical", "social")
 
 
 def teaching_notes(teaching: TeachingContext) -> str:
@@ -313,7 +319,7 @@ def teaching_notes(teaching: TeachingContext) -> str:
     if note:
         lines.append(note)
     ask = teaching.ask
-    if ask is not None and ask.again and teaching.intent in ("question", "share", "more", "off_topic", "medical"):
+    if ask is not None and ask.again and teaching.intent in _KEEPS_CHECK_OPEN:
         lines.append(f'- The check "{ask.question}" (topic {ask.topic_id}) is still open: answer the learner\'s '
                      "question, then say the check is still there below your reply (the app shows it as a form). "
                      "Do not answer the check yourself.")

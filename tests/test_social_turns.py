@@ -1,0 +1,101 @@
+"""A greeting, thanks or goodbye on its own is answered in kind: not "this module doesn't
+cover that", never judged as a check answer, and the lesson waits where it was. Real SQLite
+with migrations; the built-in tutor, and a loopback OpenAI-compatible server for a model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from sqlmodel import select
+
+from tests.fakes.servers import FakeLLMServer, settings_for
+from tests.fakes.wire import openai_reply, tutor_reply
+from tutor.content.modules import load_library
+from tutor.llm.base import LearnerInput
+from tutor.llm.config import LLMSettings
+from tutor.llm.factory import make_provider
+from tutor.storage.store import CheckAttempt, Store
+from tutor.teach.intent import social
+from tutor.turns.engine import Engine
+
+LIBRARY = load_library()
+ANXIETY, SLEEP = "understanding_anxiety", "giac_ngu_lanh_manh"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def engine(store: Store) -> Engine:
+    settings = LLMSettings()
+    return Engine(store, make_provider(settings), LIBRARY, settings)
+
+
+def texts(result) -> str:
+    return "\n".join(b["content"] for b in result.reply.response["content"]["text_blocks"])
+
+
+def form_ids(result) -> list[str]:
+    return [f["id"] for f in result.reply.response["content"].get("forms") or []]
+
+
+def attempts(store: Store) -> list[CheckAttempt]:
+    with store.session() as s:
+        return list(s.exec(select(CheckAttempt)))
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("hi", "greeting"), ("Good morning!", "greeting"), ("chào bạn", "greeting"),
+    ("thanks!", "thanks"), ("that was really helpful, thank you", "thanks"), ("cam on ban nhieu nha", "thanks"),
+    ("thanks, bye!", "thanks"), ("bye, see you tomorrow", "goodbye"), ("tạm biệt nhé", "goodbye"),
+    ("haha", "laugh"),
+    # anything more is read as usual
+    ("hi, what is anxiety?", None), ("no thanks", None), ("later", None), ("ok", None),
+    ("I want to say goodbye to everyone", None), ("thanks, and what about sleep?", None),
+])
+def test_a_greeting_thanks_or_goodbye_alone_is_read_as_such(text, kind):
+    assert social(text) == kind
+
+
+def test_a_greeting_and_thanks_are_answered_in_kind_and_the_lesson_waits(engine):
+    conv = run(engine.open("ana", ANXIETY))
+    for text, reply in (("hi", "Hi! Good to have you here."), ("thanks!", "You're welcome. I'm glad it helps.")):
+        result = run(engine.send(conv.id, LearnerInput(text=text)))
+        assert texts(result).startswith(reply)
+        assert "isn't something this module covers" not in texts(result)
+        assert result.progress.covered == ["anxiety_defined"] and form_ids(result) == []  # nothing moved
+        step = result.reply.response["content"]["next_step"]
+        assert "What anxiety is" in step["prompt"] and step["suggestions"][-1] == "Continue"
+
+
+def test_thanks_with_a_check_open_is_not_judged_and_the_check_stays(engine, store):
+    conv = run(engine.open("ben", ANXIETY))
+    asked = run(engine.send(conv.id, LearnerInput(text="Continue")))
+    assert form_ids(asked) == ["check-anxiety_in_a_nutshell"]
+    result = run(engine.send(conv.id, LearnerInput(text="thank you so much")))
+    assert texts(result).startswith("You're welcome.") and "scored" not in texts(result)
+    assert attempts(store) == []
+    assert form_ids(result) == ["check-anxiety_in_a_nutshell"]  # still open, asked again below
+
+
+def test_a_vietnamese_learner_is_answered_in_the_modules_language(engine):
+    conv = run(engine.open("chi", SLEEP))
+    result = run(engine.send(conv.id, LearnerInput(text="cảm ơn bạn nhiều")))
+    assert texts(result).startswith("Không có gì đâu.")
+    bye = run(engine.send(conv.id, LearnerInput(text="tạm biệt nha")))
+    assert texts(bye).startswith("Tạm biệt bạn nhé.")
+
+
+def test_a_model_is_told_the_learner_only_greeted_it(store):
+    with FakeLLMServer("openai") as server:
+        settings = settings_for(server)
+        eng = Engine(store, make_provider(settings), LIBRARY, settings)
+        server.script(openai_reply(json.dumps(tutor_reply("Welcome."))), openai_reply(json.dumps(tutor_reply("Hello!"))))
+        conv = run(eng.open("dan", ANXIETY))
+        run(eng.send(conv.id, LearnerInput(text="hello there")))
+        system = server.requests[-1].json["messages"][0]["content"]
+    assert "The learner only greeted you, thanked you or said goodbye" in system
+    assert "not about this module" not in system
