@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     ev = actions.add_parser("eval", help="intent, retrieval and judge numbers per set; exit 1 below the goals")
     ev.add_argument("--set", dest="sets", action="append", type=Path, metavar="PATH",
-                    help="a suite file or a folder of them (questions*, answers*, intents*.yaml); repeatable. "
+                    help="a suite file or a folder of them (questions*, answers*, intents*, shares*.yaml); repeatable. "
                          "Default: the project's own suites, then evals/teach/dev and evals/teach/holdout")
     ev.add_argument("--questions", type=Path, help="one question suite (instead of the sets)")
     ev.add_argument("--answers", type=Path, help="one answer suite (instead of the sets)")
@@ -89,15 +89,19 @@ def run_eval(args: argparse.Namespace) -> int:
         load_intents,
         load_questions,
     )
+    from tutor.teach.share_suite import evaluate_shares, load_shares
 
     reports: list[dict] = []
     try:
         library = load_library(args.modules_dir)
         plan = []
         for name, path, kind in _suite_files(args):
+            if kind == "share":  # read the same in every module
+                plan.append((name, path, None, kind, load_shares(path)))
+                continue
             loader = {"question": load_questions, "answer": load_answers, "intent": load_intents}.get(kind)
             if loader is None:
-                raise SuiteError(f"{path}: a suite file's name starts with questions, answers or intents")
+                raise SuiteError(f"{path}: a suite file's name starts with questions, answers, intents or shares")
             module = library.get(_suite_module(path))
             plan.append((name, path, module, kind, loader(path, module)))
     except (SuiteError, ModuleNotServable, OSError) as exc:
@@ -106,7 +110,13 @@ def run_eval(args: argparse.Namespace) -> int:
     screen = _screen(library)
     ok = True
     for name, path, module, kind, cases in plan:
-        if kind == "question":
+        if kind == "share":
+            report = evaluate_shares(cases)
+            entry = {"n": report.n, "right": report.right, "accuracy": report.accuracy,
+                     "by_kind": {k: {"right": v[0], "n": v[1]} for k, v in report.by_kind.items()},
+                     "by_lang": {k: {"right": v[0], "n": v[1]} for k, v in report.by_lang.items()},
+                     "glad_wrongly": report.glad_wrongly, "misses": report.misses}
+        elif kind == "question":
             report = evaluate_retrieval(module, cases, k=args.k)
             entry = {"groups": {g: t.rates() for g, t in report.groups.items()}, "passages": report.passages,
                      "query_ms_p50": round(report.query_ms_p50, 3), "misses": report.misses}
@@ -128,7 +138,8 @@ def run_eval(args: argparse.Namespace) -> int:
                      "misses": report.misses}
         passed = report.ok if kind != "intent" else report.accuracy >= GOALS["intent"]
         ok &= passed
-        reports.append({"set": name, "file": str(path), "module": module.id, "kind": kind, "ok": passed, **entry})
+        reports.append({"set": name, "file": str(path), "module": module.id if module else "any", "kind": kind,
+                        "ok": passed, **entry})
     if args.json:
         print(json.dumps({"goals": GOALS, "ok": ok, "suites": reports}, ensure_ascii=False, indent=2))
     else:
@@ -168,6 +179,12 @@ def _print(reports: list[dict], misses: int) -> None:
             for m in shown:
                 print(f"    miss [{m['lang']}] {m['question'][:90]!r}: expected {m['expected']}, "
                       f"read {m['intent']}, got {m['got'][:3]}")
+        elif r["kind"] == "share":
+            print(f"  right {_pct(r['right'], r['n'])}; glad at news that is not good: {r['glad_wrongly']}")
+            print("  by kind " + ", ".join(f"{k} {v['right']}/{v['n']}" for k, v in sorted(r["by_kind"].items()))
+                  + "; by language " + ", ".join(f"{k} {v['right']}/{v['n']}" for k, v in r["by_lang"].items()))
+            for m in r["misses"][:misses]:
+                print(f"    [{m['lang']}] {m['text'][:80]!r}: expected {m['expected']}, read {m['got']}")
         elif r["kind"] == "answer":
             print(f"  within band {_pct(r['within_band'], r['n'])} (goal {GOALS['judge']:.0%}); by kind "
                   + ", ".join(f"{k} {v['within']}/{v['n']}" for k, v in r["by_kind"].items())

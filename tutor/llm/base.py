@@ -93,7 +93,9 @@ class TeachingContext:
     judged: JudgedData | None = None
     ask: CheckData | None = None
     goto_topic: str | None = None  # a form answer leads here (an option's next_topic)
-    social: str = ""  # intent "social": thanks | goodbye | greeting | laugh (tutor.teach.intent.social)
+    # intent "social": thanks | goodbye | greeting | laugh (tutor.teach.intent.social); intent
+    # "share": struggle | progress | help, "" for plain background (tutor.teach.shares)
+    kind: str = ""
 
 
 @dataclass(frozen=True)

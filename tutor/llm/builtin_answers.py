@@ -34,6 +34,13 @@ _SOCIAL_REPLIES = {
     "goodbye": N_("Goodbye for now. Your progress is saved, so we can pick up right here next time."),
     "laugh": N_("Glad that made you smile."),
 }
+# What the learner shared is acknowledged for what it is (TeachingContext.kind): plain
+# background is thanked for, as before.
+_ACKNOWLEDGED = {
+    "struggle": N_("That sounds really hard. Thank you for telling me."),
+    "progress": N_("That's good to hear. Noticing what helps you is a real step."),
+    "help": N_("Reaching out for support is a good step."),
+}
 
 
 def block(kind: str, text: str, level: int | None = None) -> dict[str, Any]:
@@ -59,7 +66,8 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
     if titled and _asks(text) and (teaches or not teaching.passages):
         return [], titled[0], ()  # "Tell me about Body, mind and behaviour": that topic, whatever else
     if intent == "social":
-        return [block("paragraph", t(_SOCIAL_REPLIES.get(teaching.social, _SOCIAL_REPLIES["greeting"])))], None, ()
+        return [block("paragraph", t(_SOCIAL_REPLIES.get(teaching.kind, _SOCIAL_REPLIES["greeting"])))], None, ()
+    kind = teaching.kind if intent == "share" else ""
     if intent == "off_topic":
         return _not_covered(module, t), None, ()
     if intent == "more":
@@ -79,8 +87,9 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
             return [], named[0], ()
         return _answer_from(module, teaching.passages, t)
     if intent == "share" and teaching.passages:
-        return _answer_from(module, teaching.passages[:1], t,
-                            t("Thank you for sharing that. This part of the module may speak to it:"), heard=True)
+        return _answer_from(module, teaching.passages[:1], t, _heard(
+            t, kind, N_("Thank you for sharing that. This part of the module may speak to it:"),
+            N_("This part of the module may speak to it:")), heard=kind or True)
     if mentioned and _asks(text):
         # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
         # the topic named by its title is the one asked about.
@@ -90,20 +99,30 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
         return [block("paragraph", t("No problem. We can come back to it later."))], None, ()
     if mentioned:
         titles = ", ".join(f"**{m.title}**" for m in mentioned)
-        return [block("paragraph", t("Thank you for sharing that. It connects to {titles}.", titles=titles))], None, ()
+        return [block("paragraph", _heard(t, kind, N_("Thank you for sharing that. It connects to {titles}."),
+                                          N_("It connects to {titles}."), titles=titles))], None, ()
     if _asks(text, questions_only=True):
         return [block("paragraph", t("I don't have a prepared answer to that question. Ask about any "
                                       "topic of this module by name, or let's carry on."))], None, ()
     if not _navigates(text) and teaching.intent not in ("retry", "summary", "navigate"):
-        return [block("paragraph", t("Thank you for sharing that."))], None, ()
+        return [block("paragraph", _heard(t, kind, N_("Thank you for sharing that.")))], None, ()
     return [], None, ()
 
 
+def _heard(t: Translator, kind: str, plain: str, tail: str = "", **values: str) -> str:
+    """What the learner shared acknowledged for what it is (`kind`, _ACKNOWLEDGED), then
+    `tail`; `plain` (thanks, and the tail) for plain background."""
+    if kind not in _ACKNOWLEDGED:
+        return t(plain, **values)
+    return f"{t(_ACKNOWLEDGED[kind])} {t(tail, **values)}" if tail else t(_ACKNOWLEDGED[kind])
+
+
 def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator, intro: str = "",
-                 heard: bool = False) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
+                 heard: bool | str = False) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
     """The best passage, and a second that scores nearly as well, quoted with their topic
     and source; one the learner was shown a moment ago is pointed back to, not quoted again
-    (`heard`: the learner shared their own experience, and is thanked for it first)."""
+    (`heard`: the learner shared their own experience, and is acknowledged for it first: a
+    share's kind, or True for plain background)."""
     best = passages[0].score or 1.0
     chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
     blocks: list[dict[str, Any]] = []
@@ -111,8 +130,11 @@ def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translato
     for passage in chosen:
         topic = module.topic(passage.topic_id) if passage.topic_id else None
         if passage.shown and topic is not None:
-            pointer = (t("Thank you for sharing that. It connects to what we just went through on **{topic}**, "
-                         "above.", topic=topic.title) if heard else
+            pointer = (_heard(t, heard if isinstance(heard, str) else "",
+                              N_("Thank you for sharing that. It connects to what we just went through on "
+                                 "**{topic}**, above."),
+                              N_("It connects to what we just went through on **{topic}**, above."),
+                              topic=topic.title) if heard else
                        t("That is in what we just went through on **{topic}**, above.", topic=topic.title))
             blocks.append(block("paragraph", pointer))
             topics.append(topic.id)

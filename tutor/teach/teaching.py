@@ -132,6 +132,7 @@ async def prepare(
     answer = ""
     seen: set[str] = set()
     goto = None
+    kind = ""  # what a share or a social message is (TeachingContext.kind)
     if learner.is_form:
         check_id = check_id_of(learner.form_id)
         answered = module.find_check(check_id) if check_id else None
@@ -142,8 +143,8 @@ async def prepare(
     else:
         open_check = module.find_check(history.last_asked) if history.last_asked else None
         read = await _understand(module, learner.text or "", open_check, earlier)
-        intent, found = read if read is not None else (
-            classify(learner.text, check_open=open_check is not None), None)
+        intent, found, kind = read if read is not None else (
+            classify(learner.text, check_open=open_check is not None), None, "")
         if intent == "answer":
             answered, answer = open_check, learner.text or ""
     judged = None
@@ -180,8 +181,10 @@ async def prepare(
         # "Try again" only once the learner has answered it (asked again after a question is not a retry).
         tried = any(check_id == ask.check_id for check_id, _ in history.scored)
         plan.ask_form = check_form(found[1], found[0].title, again=tried, language=module.language)
+    if intent == "social":
+        kind = social(learner.text) or ""
     plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto,
-                                   social=(social(learner.text) or "") if intent == "social" else "")
+                                   kind=kind if intent in ("social", "share") else "")
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
 
@@ -195,10 +198,12 @@ def _current_topic(module: Module, state: ProgressState, history: CheckHistory) 
 
 
 async def _understand(module: Module, text: str, open_check: tuple[Topic, Check] | None, earlier: str = ""
-                      ) -> tuple[str, list[Any]] | None:
-    """What the message is doing and the passages that answer it, read by meaning
-    (tutor.teach.understanding), or None when the semantic layer is not installed (the
-    rules and BM25 decide, as before). Passages come only with intents that use them.
+                      ) -> tuple[str, list[Any], str] | None:
+    """What the message is doing, the passages that answer it and, for a share, what it is
+    about (tutor.teach.shares), read by meaning (tutor.teach.understanding); None when the
+    semantic layer is not installed (the rules and BM25 decide, as before). Passages come
+    only with intents that use them: a question, a share close to one, and a learner
+    seeking help, which the module's part on getting support speaks to.
     `earlier`: the learner's message before this one. A short question that points back to
     it ("why do I do that?") and reads as off topic alone is read with it."""
     check = open_check[1] if open_check else None
@@ -211,9 +216,9 @@ async def _understand(module: Module, text: str, open_check: tuple[Topic, Check]
     except EmbedderUnavailable as exc:
         log.warning("reading the learner's message by words only: %s", exc)
         return None
-    intent = _FLOW.get(read.intent, read.intent)
-    uses = intent == "question" or (intent == "share" and read.found.relevance >= SHARE_FITS)
-    return intent, list(read.found.passages) if uses else []
+    intent, kind = _FLOW.get(read.intent, read.intent), read.reading.kind
+    uses = intent == "question" or (intent == "share" and (read.found.relevance >= SHARE_FITS or kind == "help"))
+    return intent, list(read.found.passages) if uses else [], kind
 
 
 # Words by which a short question points back to what the learner said before it, and says

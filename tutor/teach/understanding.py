@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,6 +30,8 @@ import numpy as np
 from tutor.teach.intent import classify as classify_by_rules
 from tutor.teach.meaning import Found, ModuleVectors, check_text, find, warm_vectors
 from tutor.teach.retrieval import warm as warm_words
+from tutor.teach.shares import share_kind
+from tutor.teach.shares import warm as warm_shares
 from tutor.understand import (
     EmbedderUnavailable,
     embedder,
@@ -70,6 +72,7 @@ class Reading:
     intent: str  # one of INTENTS
     act: str  # the classifier's act (one of ACTS), or "rules"
     confidence: float
+    kind: str = ""  # a share: struggle | progress | help, "" when plain (tutor.teach.shares)
 
 
 def _bank() -> list[tuple[str, str]]:
@@ -152,6 +155,8 @@ def understand(module: Module, text: str, vector: np.ndarray, check_vector: np.n
     found = find(module, text, vector, k)
     reading = intent_reader().read(text, vector, off_topic=found.off_topic, check_vector=check_vector,
                                    topic_share=found.topic_share)
+    if reading.intent == "share":
+        reading = replace(reading, kind=share_kind(text, vector))
     return Understood(reading, found)
 
 
@@ -179,6 +184,7 @@ def warm(modules: Iterable[Module]) -> bool:
     warm_words(modules)
     try:
         intent_reader()
+        warm_shares()
         warm_vectors(modules)
     except EmbedderUnavailable as exc:
         log.error("reading messages by meaning is off: %s", exc)

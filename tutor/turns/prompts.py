@@ -295,6 +295,13 @@ _INTENT_NOTES = {
 }
 
 
+# What the share is about (tutor.teach.shares), when the app is sure of it.
+_SHARE_NOTES = {
+    "struggle": "  It reads as something hard for them right now: say so kindly first, without advice they did not "
+                "ask for.",
+    "progress": "  It reads as something that went well for them: be glad with them first.",
+    "help": "  It reads as a step towards support (a doctor, a therapist, someone they trust): say it is a good step.",
+}
 # Messages answered with the open check left open (asked again below the reply).
 _KEEPS_CHECK_OPEN = ("question", "share", "more", "off_topic", "medical", "social")
 
@@ -318,6 +325,8 @@ def teaching_notes(teaching: TeachingContext) -> str:
     note = _INTENT_NOTES.get(teaching.intent)
     if note:
         lines.append(note)
+    if teaching.intent == "share" and teaching.kind in _SHARE_NOTES:
+        lines.append(_SHARE_NOTES[teaching.kind])
     ask = teaching.ask
     if ask is not None and ask.again and teaching.intent in _KEEPS_CHECK_OPEN:
         lines.append(f'- The check "{ask.question}" (topic {ask.topic_id}) is still open: answer the learner\'s '

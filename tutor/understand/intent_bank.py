@@ -10,10 +10,13 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["ACTS", "BANK", "ELSEWHERE_BANK", "bank", "lesson_talk", "other_subjects"]
+__all__ = ["ACTS", "BANK", "ELSEWHERE_BANK", "SHARE_BANK", "SHARE_KINDS", "bank", "lesson_talk", "other_subjects",
+           "share_bank"]
 
 BANK = Path(__file__).with_name("intents.yaml")
 ELSEWHERE_BANK = Path(__file__).with_name("elsewhere.yaml")
+SHARE_BANK = Path(__file__).with_name("shares.yaml")
+SHARE_KINDS = ("struggle", "progress", "help", "plain")
 ACTS = ("statement", "question", "more", "next", "skip", "retry", "summary", "exercise", "share", "chat", "medical")
 
 
@@ -38,6 +41,19 @@ def other_subjects() -> tuple[str, ...]:
     if not isinstance(texts, list):
         raise ValueError(f"{ELSEWHERE_BANK}: expected a mapping with an `elsewhere:` list")
     return tuple(str(text) for text in texts)
+
+
+@lru_cache(maxsize=1)
+def share_bank() -> tuple[tuple[str, str], ...]:
+    """(kind, text) for every personal share in tutor/understand/shares.yaml: what it is
+    about (SHARE_KINDS); ValueError for an unknown kind."""
+    data = yaml.safe_load(SHARE_BANK.read_text(encoding="utf-8")) or {}
+    out = []
+    for kind, texts in data.items():
+        if kind not in SHARE_KINDS:
+            raise ValueError(f"{SHARE_BANK}: unknown kind {kind!r}; expected one of {', '.join(SHARE_KINDS)}")
+        out += [(kind, str(text)) for text in texts or ()]
+    return tuple(out)
 
 
 def lesson_talk() -> list[str]:

@@ -1,6 +1,9 @@
-"""A greeting, thanks or goodbye on its own is answered in kind: not "this module doesn't
-cover that", never judged as a check answer, and the lesson waits where it was. Real SQLite
-with migrations; the built-in tutor, and a loopback OpenAI-compatible server for a model."""
+"""What the learner says about themselves is acknowledged for what it is. A greeting, thanks
+or goodbye on its own is answered in kind: not "this module doesn't cover that", never
+judged as a check answer, and the lesson waits where it was. A personal share is met as a
+person would meet it: something hard, something that went well, a step towards support.
+Real SQLite with migrations; the built-in tutor, and a loopback OpenAI-compatible server for
+a model."""
 
 from __future__ import annotations
 
@@ -99,3 +102,38 @@ def test_a_model_is_told_the_learner_only_greeted_it(store):
         system = server.requests[-1].json["messages"][0]["content"]
     assert "The learner only greeted you, thanked you or said goodbye" in system
     assert "not about this module" not in system
+
+
+@pytest.mark.parametrize("module, share, opening", [
+    (ANXIETY, "my mum passed away last year and since then everything feels heavier",
+     "That sounds really hard. Thank you for telling me."),
+    (ANXIETY, "I tried the slow breathing on the bus when I felt the panic coming and it actually worked",
+     "That's good to hear."),
+    (ANXIETY, "I'm a nurse and I work nights", "Thank you for sharing that."),  # plain background, as before
+    (SLEEP, "dạo này công việc áp lực quá, tối nào mình cũng thấy kiệt sức", "Nghe thật sự vất vả."),
+])
+def test_a_share_is_acknowledged_for_what_it_is(engine, module, share, opening):
+    conv = run(engine.open("eve", module))
+    result = run(engine.send(conv.id, LearnerInput(text=share)))
+    assert texts(result).startswith(opening)
+    assert form_ids(result) == [] and len(result.progress.covered) == 1  # heard, not tested or moved on
+
+
+def test_a_learner_seeking_support_is_pointed_to_the_modules_part_on_it(engine):
+    conv = run(engine.open("fay", ANXIETY))
+    result = run(engine.send(conv.id, LearnerInput(text="I think I should see someone about all this")))
+    assert texts(result).startswith("Reaching out for support is a good step.")
+    assert "part of the topic **When and where to seek help**" in texts(result)
+    assert result.progress.covered == ["anxiety_defined"]  # quoted, not taught
+
+
+def test_a_model_is_told_what_the_share_is_about(store):
+    with FakeLLMServer("openai") as server:
+        settings = settings_for(server)
+        eng = Engine(store, make_provider(settings), LIBRARY, settings)
+        server.script(openai_reply(json.dumps(tutor_reply("Welcome."))), openai_reply(json.dumps(tutor_reply("Oh no."))))
+        conv = run(eng.open("gil", ANXIETY))
+        run(eng.send(conv.id, LearnerInput(text="my grandad died last month and I can't focus on anything")))
+        system = server.requests[-1].json["messages"][0]["content"]
+    assert "The learner shared something about themselves" in system
+    assert "It reads as something hard for them right now" in system
