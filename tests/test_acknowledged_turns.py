@@ -7,47 +7,37 @@ a model."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
-from sqlmodel import select
 
 from tests.fakes.servers import FakeLLMServer, settings_for
 from tests.fakes.wire import openai_reply, tutor_reply
-from tutor.content.modules import load_library
+from tests.test_teaching_turns import LIBRARY, attempts, form_ids, run, texts
 from tutor.llm.base import LearnerInput
 from tutor.llm.config import LLMSettings
 from tutor.llm.factory import make_provider
-from tutor.storage.store import CheckAttempt, Store
+from tutor.storage.store import Store
 from tutor.teach.intent import social
 from tutor.turns.engine import Engine
 
-LIBRARY = load_library()
 ANXIETY, SLEEP = "understanding_anxiety", "giac_ngu_lanh_manh"
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 @pytest.fixture
 def engine(store: Store) -> Engine:
-    settings = LLMSettings()
-    return Engine(store, make_provider(settings), LIBRARY, settings)
+    return Engine(store, make_provider(LLMSettings()), LIBRARY, LLMSettings())
 
 
-def texts(result) -> str:
-    return "\n".join(b["content"] for b in result.reply.response["content"]["text_blocks"])
-
-
-def form_ids(result) -> list[str]:
-    return [f["id"] for f in result.reply.response["content"].get("forms") or []]
-
-
-def attempts(store: Store) -> list[CheckAttempt]:
-    with store.session() as s:
-        return list(s.exec(select(CheckAttempt)))
+def model_system_prompt(store: Store, learner: str, text: str) -> str:
+    """The system prompt a model is sent for the learner's first message."""
+    with FakeLLMServer("openai") as server:
+        settings = settings_for(server)
+        eng = Engine(store, make_provider(settings), LIBRARY, settings)
+        server.script(openai_reply(json.dumps(tutor_reply("Welcome."))), openai_reply(json.dumps(tutor_reply("Yes."))))
+        conv = run(eng.open(learner, ANXIETY))
+        run(eng.send(conv.id, LearnerInput(text=text)))
+        return server.requests[-1].json["messages"][0]["content"]
 
 
 @pytest.mark.parametrize("text, kind", [
@@ -93,13 +83,7 @@ def test_a_vietnamese_learner_is_answered_in_the_modules_language(engine):
 
 
 def test_a_model_is_told_the_learner_only_greeted_it(store):
-    with FakeLLMServer("openai") as server:
-        settings = settings_for(server)
-        eng = Engine(store, make_provider(settings), LIBRARY, settings)
-        server.script(openai_reply(json.dumps(tutor_reply("Welcome."))), openai_reply(json.dumps(tutor_reply("Hello!"))))
-        conv = run(eng.open("dan", ANXIETY))
-        run(eng.send(conv.id, LearnerInput(text="hello there")))
-        system = server.requests[-1].json["messages"][0]["content"]
+    system = model_system_prompt(store, "dan", "hello there")
     assert "The learner only greeted you, thanked you or said goodbye" in system
     assert "not about this module" not in system
 
@@ -128,12 +112,6 @@ def test_a_learner_seeking_support_is_pointed_to_the_modules_part_on_it(engine):
 
 
 def test_a_model_is_told_what_the_share_is_about(store):
-    with FakeLLMServer("openai") as server:
-        settings = settings_for(server)
-        eng = Engine(store, make_provider(settings), LIBRARY, settings)
-        server.script(openai_reply(json.dumps(tutor_reply("Welcome."))), openai_reply(json.dumps(tutor_reply("Oh no."))))
-        conv = run(eng.open("gil", ANXIETY))
-        run(eng.send(conv.id, LearnerInput(text="my grandad died last month and I can't focus on anything")))
-        system = server.requests[-1].json["messages"][0]["content"]
+    system = model_system_prompt(store, "gil", "my grandad died last month and I can't focus on anything")
     assert "The learner shared something about themselves" in system
     assert "It reads as something hard for them right now" in system

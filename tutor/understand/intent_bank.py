@@ -20,40 +20,36 @@ SHARE_KINDS = ("struggle", "progress", "help", "plain")
 ACTS = ("statement", "question", "more", "next", "skip", "retry", "summary", "exercise", "share", "chat", "medical")
 
 
+def _by_kind(path: Path, kinds: tuple[str, ...], what: str) -> tuple[tuple[str, str], ...]:
+    """(kind, text) for every line of a bank file whose top-level keys are kinds, in file
+    order; ValueError for a key not in `kinds`."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    out = []
+    for kind, texts in data.items():
+        if kind not in kinds:
+            raise ValueError(f"{path}: unknown {what} {kind!r}; expected one of {', '.join(kinds)}")
+        out += [(kind, str(text)) for text in texts or ()]
+    return tuple(out)
+
+
 @lru_cache(maxsize=1)
 def bank() -> tuple[tuple[str, str], ...]:
     """(act, text) for every exemplar, in file order; ValueError for an unknown act."""
-    data = yaml.safe_load(BANK.read_text(encoding="utf-8")) or {}
-    out = []
-    for act, texts in data.items():
-        if act not in ACTS:
-            raise ValueError(f"{BANK}: unknown act {act!r}; expected one of {', '.join(ACTS)}")
-        out += [(act, str(text)) for text in texts or ()]
-    return tuple(out)
+    return _by_kind(BANK, ACTS, "act")
 
 
 @lru_cache(maxsize=1)
 def other_subjects() -> tuple[str, ...]:
     """Questions about other subjects (tutor/understand/elsewhere.yaml), beside the bank's
     `chat`: what the topic reader learns "not this module" from."""
-    data = yaml.safe_load(ELSEWHERE_BANK.read_text(encoding="utf-8")) or {}
-    texts = data.get("elsewhere") if isinstance(data, dict) else None
-    if not isinstance(texts, list):
-        raise ValueError(f"{ELSEWHERE_BANK}: expected a mapping with an `elsewhere:` list")
-    return tuple(str(text) for text in texts)
+    return tuple(text for _, text in _by_kind(ELSEWHERE_BANK, ("elsewhere",), "list"))
 
 
 @lru_cache(maxsize=1)
 def share_bank() -> tuple[tuple[str, str], ...]:
     """(kind, text) for every personal share in tutor/understand/shares.yaml: what it is
     about (SHARE_KINDS); ValueError for an unknown kind."""
-    data = yaml.safe_load(SHARE_BANK.read_text(encoding="utf-8")) or {}
-    out = []
-    for kind, texts in data.items():
-        if kind not in SHARE_KINDS:
-            raise ValueError(f"{SHARE_BANK}: unknown kind {kind!r}; expected one of {', '.join(SHARE_KINDS)}")
-        out += [(kind, str(text)) for text in texts or ()]
-    return tuple(out)
+    return _by_kind(SHARE_BANK, SHARE_KINDS, "kind")
 
 
 def lesson_talk() -> list[str]:
