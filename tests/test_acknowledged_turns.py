@@ -115,3 +115,15 @@ def test_a_model_is_told_what_the_share_is_about(store):
     system = model_system_prompt(store, "gil", "my grandad died last month and I can't focus on anything")
     assert "The learner shared something about themselves" in system
     assert "It reads as something hard for them right now" in system
+
+
+def test_a_share_about_another_topic_is_not_judged_as_the_open_checks_answer(engine, store):
+    """Close in meaning to "what does sleep do for the body?", but about screens at night: the
+    learner telling what helped them is heard, not scored 0/10 (it was, before)."""
+    conv = run(engine.open("hai", SLEEP))
+    asked = run(engine.send(conv.id, LearnerInput(text="tiếp tục")))
+    assert form_ids(asked) == ["check-ngu_de_lam_gi"]
+    result = run(engine.send(conv.id, LearnerInput(text="mình thử tắt điện thoại trước khi ngủ rồi, thấy ngủ ngon hơn hẳn")))
+    assert attempts(store) == []
+    assert texts(result).startswith("Thật vui khi nghe vậy.")
+    assert form_ids(result) == ["check-ngu_de_lam_gi"]  # the check waits below

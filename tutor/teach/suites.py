@@ -269,7 +269,8 @@ def evaluate_intents(module: Module, cases: list[IntentCase], screen: Any = None
         if screen is not None and screen(case.text):
             got = "distress"
         else:
-            got = _as_labelled(understand(module, case.text, vector, check_vector).intent)
+            got = _as_labelled(understand(module, case.text, vector, check_vector,
+                                          check_topic=found[0].id if found else None).intent)
         ok = got == case.intent
         report.n += 1
         report.right += ok

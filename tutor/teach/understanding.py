@@ -7,7 +7,10 @@ share, chat unrelated to learning, or a medical question. The module decides the
 
 - with a check open, a statement is the learner's answer; so is a message the classifier
   calls a share or chat whose meaning is close to the check (its question, key points and
-  example answer) — "my heart pounds and I sweat" answers "what happens in your body?";
+  example answer) and whose best passage is the check's topic's — "my heart pounds and I
+  sweat" answers "what happens in your body?", while "I tried switching my phone off
+  before bed and slept much better" (about screens) does not answer "what does sleep do
+  for the body?";
 - a question, a share or a statement the topic reader places outside the module
   (tutor.teach.meaning) is off topic, and so is chat, unless the topic reader is sure it is
   about one of the module's topics ("What is GAD?");
@@ -97,10 +100,12 @@ class IntentReader:
         return dict(zip(self.classifier.classes, proba.tolist()))
 
     def read(self, text: str, vector: np.ndarray, *, off_topic: bool, check_vector: np.ndarray | None,
-             topic_share: float = 0.0) -> Reading:
+             topic_share: float = 0.0, on_check_topic: bool = True) -> Reading:
         """`vector`: the message's; `off_topic`: whether the module's material has nothing
         on it (tutor.teach.meaning); `check_vector`: the open check's words (None when no
-        check is open); `topic_share`: how sure the topic reader is of the likeliest topic."""
+        check is open); `topic_share`: how sure the topic reader is of the likeliest topic;
+        `on_check_topic`: the passage that best answers the message is the open check's
+        topic's (a share close to the check is an answer only then)."""
         ruled = classify_by_rules(text, check_open=check_vector is not None)
         if ruled in _RULE_ONLY or not text.strip():
             return Reading(ruled if ruled in INTENTS else "next", "rules", 1.0)
@@ -109,7 +114,7 @@ class IntentReader:
         confidence = acts[act]
         if check_vector is not None:
             close = float(vector @ check_vector)
-            if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE):
+            if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE and on_check_topic):
                 return Reading("answer", act, confidence)
         if act == "chat" and topic_share < TOPIC_SURE:
             return Reading("off_topic", act, confidence)
@@ -149,12 +154,14 @@ class Understood:
 
 
 def understand(module: Module, text: str, vector: np.ndarray, check_vector: np.ndarray | None = None,
-               k: int = 3) -> Understood:
+               k: int = 3, check_topic: str | None = None) -> Understood:
     """Read `text` (its `vector` from the embedder) in `module`, with the open check's
-    vector if a check is open. CPU only: call it off the event loop (`understand_async`)."""
+    vector and topic if a check is open. CPU only: call it off the event loop
+    (`understand_async`)."""
     found = find(module, text, vector, k)
+    on_check_topic = check_topic is None or not found.passages or found.passages[0].topic_id == check_topic
     reading = intent_reader().read(text, vector, off_topic=found.off_topic, check_vector=check_vector,
-                                   topic_share=found.topic_share)
+                                   topic_share=found.topic_share, on_check_topic=on_check_topic)
     if reading.intent == "share":
         reading = replace(reading, kind=share_kind(text, vector))
     return Understood(reading, found)
@@ -169,7 +176,8 @@ async def understand_async(module: Module, text: str, check: Check | None, k: in
             check_vector = ModuleVectors.build(module).checks.get(check.id)
             if check_vector is None:
                 check_vector = embedder().embed([check_text(check)])[0]
-        return understand(module, text, vector, check_vector, k)
+        found = module.find_check(check.id) if check is not None else None
+        return understand(module, text, vector, check_vector, k, found[0].id if found else None)
 
     return await run_embedding(work)
 
