@@ -51,6 +51,8 @@ def main() -> int:
     for name in ("dev", "holdout"):
         for path in sorted((ROOT / "evals" / "teach" / name).glob("*.yaml")):
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if "module" not in data:  # shares: read the same in every module, not timed here
+                continue
             module = library.get(data["module"])
             for item in data.get("questions") or ():
                 cases.append((module, item["q"], None))
