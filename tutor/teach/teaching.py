@@ -205,11 +205,12 @@ async def _understand(module: Module, text: str, open_check: tuple[Topic, Check]
     only with intents that use them: a question, a share close to one, and a learner
     seeking help, which the module's part on getting support speaks to.
     `earlier`: the learner's message before this one. A short question that points back to
-    it ("why do I do that?") and reads as off topic alone is read with it."""
+    it and says little of its own ("why do I do that?") is read with it; alone, it reads as
+    off topic or as about whatever "that" most often is in the module."""
     check = open_check[1] if open_check else None
     try:
         read = await understand_async(module, text, check, k=PASSAGES)
-        if read.intent == "off_topic" and earlier and _points_back(text):
+        if read.intent in ("off_topic", "question", "share") and earlier and _points_back(text):
             both = await understand_async(module, f"{earlier[:1000]}\n{text}", check, k=PASSAGES)
             if not both.found.off_topic and both.intent in ("question", "share"):
                 read = replace(both, reading=replace(both.reading, intent="question" if _asks(text) else both.intent))
