@@ -127,3 +127,12 @@ def test_a_share_about_another_topic_is_not_judged_as_the_open_checks_answer(eng
     assert attempts(store) == []
     assert texts(result).startswith("Thật vui khi nghe vậy.")
     assert form_ids(result) == ["check-ngu_de_lam_gi"]  # the check waits below
+
+
+def test_asking_for_an_exercise_is_answered_with_one_not_with_thanks(engine):
+    conv = run(engine.open("ivy", ANXIETY))
+    for _ in range(2):  # asked for at once, and again while that check is open
+        result = run(engine.send(conv.id, LearnerInput(text="give me an exercise")))
+        assert texts(result).startswith("Here is something to practise: a question on **What anxiety is**.")
+        assert "Thank you for sharing" not in texts(result)
+        assert form_ids(result) == ["check-anxiety_in_a_nutshell"]

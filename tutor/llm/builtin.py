@@ -178,6 +178,8 @@ def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[s
     if judged is not None and judged.check_id == ask.check_id:
         text = (t("You can try again below, or carry on.") if judged.score is None else
                 t("Have another go below when you're ready, or skip it for now: we can come back to it later."))
+    elif ctx.teaching.intent == "exercise":
+        text = t("Here is something to practise: a question on **{topic}**.", topic=title)
     elif ask.again and ctx.teaching.intent in ("question", "share", *_WAITS):
         text = t("When you're ready, the question about **{topic}** is still below.", topic=title)
     elif ask.again and ctx.teaching.intent == "retry":

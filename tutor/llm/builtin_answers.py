@@ -97,6 +97,10 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
         return [], (titled or mentioned)[0], ()
     if teaching.intent == "skip":
         return [block("paragraph", t("No problem. We can come back to it later."))], None, ()
+    if intent == "exercise":  # the check to practise on says so itself (builtin._check_intro)
+        return ([] if teaching.ask is not None else [block("paragraph", t(
+            "You've mastered the checks on everything we've covered so far, so let's go on to something new."))]
+                ), None, ()
     if mentioned:
         titles = ", ".join(f"**{m.title}**" for m in mentioned)
         return [block("paragraph", _heard(t, kind, N_("Thank you for sharing that. It connects to {titles}."),
@@ -179,8 +183,6 @@ def _navigates(text: str) -> bool:
 def _contains(text: str, phrase: str) -> bool:
     needle = " ".join(words(phrase))
     return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
-
-
 
 
 def _acknowledge_form(module: Module, form_id: str, answers: dict[str, Any], t: Translator) -> list[dict[str, Any]]:
