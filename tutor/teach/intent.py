@@ -66,7 +66,7 @@ _SOCIAL = {
 }
 _SOCIAL_FILLER = frozenset("""you u so much very a lot lots the there everyone all again for it that this was is
 really super guys tutor teacher friend good great nice and now today tomorrow then oh ah well too
-nha nhe ha a ban nhieu lam minh em anh chi co thay moi nguoi oi nhe nhiu vay nhe ne""".split())
+nha nhe ha ban nhieu nhiu lam minh em anh chi co thay moi nguoi oi vay ne""".split())
 _SOCIAL_WORDS = frozenset(w for phrases in _SOCIAL.values() for p in phrases for w in p.split()) | _SOCIAL_FILLER
 SOCIAL_WORDS = 8  # at most this many words
 
