@@ -48,6 +48,7 @@ def model_system_prompt(store: Store, learner: str, text: str) -> str:
     # anything more is read as usual
     ("hi, what is anxiety?", None), ("no thanks", None), ("later", None), ("ok", None),
     ("I want to say goodbye to everyone", None), ("thanks, and what about sleep?", None),
+    ("is that useful?", None), ("was this helpful to you?", None),
 ])
 def test_a_greeting_thanks_or_goodbye_alone_is_read_as_such(text, kind):
     assert social(text) == kind
