@@ -74,7 +74,8 @@ SOCIAL_WORDS = 8  # at most this many words
 def social(text: str | None) -> str | None:
     """"thanks", "goodbye", "greeting" or "laugh" when the message is only that (at most
     SOCIAL_WORDS words, each a social word or a filler such as "you", "so much", "everyone",
-    and no question mark); else None. Thanks wins over goodbye over greeting ("thanks, bye!" is thanks)."""
+    and no question mark); else None. Thanks wins over goodbye over greeting ("thanks, bye!"
+    is thanks)."""
     found = words(text or "")
     if not found or len(found) > SOCIAL_WORDS or "?" in (text or "") or any(w not in _SOCIAL_WORDS for w in found):
         return None  # "is that useful?" asks something
