@@ -98,6 +98,11 @@ class TeachingContext:
     kind: str = ""
 
 
+# Messages the tutor answers while a check is open, leaving the check open and asking it again
+# below the reply (tutor.teach.check_plan, the built-in tutor, the model's prompt).
+ANSWERED_BESIDE_CHECK = ("question", "share", "more", "off_topic", "medical", "social")
+
+
 @dataclass(frozen=True)
 class TurnContext:
     """A structured view of the turn for the built-in tutor; HTTP providers ignore it."""

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from tutor.contract import Progress
 from tutor.i18n import N_, Translator, translator
 from tutor.contract.authored import markdown_blocks
-from tutor.llm.base import CheckData, Completion, CompletionRequest, TurnContext, folded
+from tutor.llm.base import ANSWERED_BESIDE_CHECK, CheckData, Completion, CompletionRequest, TurnContext, folded
 from tutor.llm.builtin_answers import block as _block
 from tutor.llm.builtin_answers import respond_to_learner as _respond_to_learner
 from tutor.progress import (
@@ -99,7 +99,7 @@ def compose_reply(ctx: TurnContext | None) -> str:
     t = translator(module.language)
     # A turn that asks a check anew teaches nothing new: a question asked meanwhile is
     # answered from the module's material, above the check, even one that names a topic.
-    teaches = ask is None or (ask.again and ctx.teaching.intent in ("question", *_WAITS))
+    teaches = ask is None or (ask.again and ctx.teaching.intent in ANSWERED_BESIDE_CHECK)
     blocks, topic, quoted = (_greeting(module, state, t), None, ()) if ctx.learner is None else \
         _respond_to_learner(ctx, t, teaches=teaches)
     seen = set(state.covered)
@@ -180,7 +180,7 @@ def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[s
                 t("Have another go below when you're ready, or skip it for now: we can come back to it later."))
     elif ctx.teaching.intent == "exercise":
         text = t("Here is something to practise: a question on **{topic}**.", topic=title)
-    elif ask.again and ctx.teaching.intent in ("question", "share", *_WAITS):
+    elif ask.again and ctx.teaching.intent in ANSWERED_BESIDE_CHECK:
         text = t("When you're ready, the question about **{topic}** is still below.", topic=title)
     elif ask.again and ctx.teaching.intent == "retry":
         text = t("Of course. Here is the question about **{topic}** again.", topic=title)

@@ -89,7 +89,7 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
     if intent == "share" and teaching.passages:
         return _answer_from(module, teaching.passages[:1], t, _heard(
             t, kind, N_("Thank you for sharing that. This part of the module may speak to it:"),
-            N_("This part of the module may speak to it:")), heard=kind or True)
+            N_("This part of the module may speak to it:")), heard=kind)
     if mentioned and _asks(text):
         # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
         # the topic named by its title is the one asked about.
@@ -122,11 +122,11 @@ def _heard(t: Translator, kind: str, plain: str, tail: str = "", **values: str) 
 
 
 def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator, intro: str = "",
-                 heard: bool | str = False) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
+                 heard: str | None = None) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
     """The best passage, and a second that scores nearly as well, quoted with their topic
     and source; one the learner was shown a moment ago is pointed back to, not quoted again
-    (`heard`: the learner shared their own experience, and is acknowledged for it first: a
-    share's kind, or True for plain background)."""
+    (`heard`: the learner shared their own experience, and is acknowledged for it first: the
+    share's kind, "" for plain background)."""
     best = passages[0].score or 1.0
     chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
     blocks: list[dict[str, Any]] = []
@@ -134,11 +134,11 @@ def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translato
     for passage in chosen:
         topic = module.topic(passage.topic_id) if passage.topic_id else None
         if passage.shown and topic is not None:
-            pointer = (_heard(t, heard if isinstance(heard, str) else "",
+            pointer = (_heard(t, heard,
                               N_("Thank you for sharing that. It connects to what we just went through on "
                                  "**{topic}**, above."),
                               N_("It connects to what we just went through on **{topic}**, above."),
-                              topic=topic.title) if heard else
+                              topic=topic.title) if heard is not None else
                        t("That is in what we just went through on **{topic}**, above.", topic=topic.title))
             blocks.append(block("paragraph", pointer))
             topics.append(topic.id)

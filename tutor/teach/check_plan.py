@@ -16,13 +16,13 @@ from collections.abc import Iterable
 from tutor import progress as progress_mod
 from tutor.content.material import Check
 from tutor.content.modules import Module
-from tutor.llm.base import CheckData
+from tutor.llm.base import ANSWERED_BESIDE_CHECK, CheckData
 from tutor.progress import ProgressState
 from tutor.teach.mastery import CheckHistory
 
 # Messages after which the open check stays open (asked again below the reply), and those
 # the tutor answers without moving the lesson on.
-_KEEPS_CHECK = ("retry", "question", "share", "more", "off_topic", "medical", "social")
+_KEEPS_CHECK = ("retry", *ANSWERED_BESIDE_CHECK)
 _ANSWERED = ("more", "off_topic", "medical", "social")
 SPACING = 2  # turns of questions after which a waiting check comes below the answer
 # Messages that talk with the tutor about the material: answered (or heard) first, the

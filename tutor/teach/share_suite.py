@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from tutor.teach.suites import SuiteError, count
 from tutor.understand.intent_bank import SHARE_KINDS
 
 __all__ = ["ShareCase", "ShareReport", "evaluate_shares", "load_shares"]
@@ -23,8 +24,6 @@ class ShareCase:
 
 
 def load_shares(path: str | Path) -> list[ShareCase]:
-    from tutor.teach.suites import SuiteError
-
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -70,10 +69,7 @@ def evaluate_shares(cases: list[ShareCase]) -> ShareReport:
         ok = got == case.kind
         report.n += 1
         report.right += ok
-        for table, key in ((report.by_kind, case.kind), (report.by_lang, case.lang)):
-            row = table.setdefault(key, [0, 0])
-            row[0] += ok
-            row[1] += 1
+        count(((report.by_kind, case.kind), (report.by_lang, case.lang)), ok)
         report.glad_wrongly += got == "progress" and case.kind != "progress"
         if not ok:
             report.misses.append({"text": case.text, "lang": case.lang, "expected": case.kind, "got": got})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ __all__ = [
     "Question",
     "RetrievalReport",
     "SuiteError",
+    "count",
     "evaluate_judge",
     "evaluate_retrieval",
     "load_answers",
@@ -182,6 +184,14 @@ class RetrievalReport:
                 and (not self.groups["all"].refusals or total["refused"] >= GOALS["refused"]))
 
 
+def count(rows: Iterable[tuple[dict[str, list[int]], str]], right: bool) -> None:
+    """One case counted in each (table, key) of `rows`: table[key] is [right, n]."""
+    for table, key in rows:
+        row = table.setdefault(key, [0, 0])
+        row[0] += right
+        row[1] += 1
+
+
 def _as_labelled(intent: str) -> str:
     """The sets name no "social": a greeting, thanks or goodbye alone is small talk, which
     they label off_topic (the tutor replies in kind, teaches and judges nothing)."""
@@ -274,10 +284,7 @@ def evaluate_intents(module: Module, cases: list[IntentCase], screen: Any = None
         ok = got == case.intent
         report.n += 1
         report.right += ok
-        for table, key in ((report.by_intent, case.intent), (report.by_lang, case.lang)):
-            row = table.setdefault(key, [0, 0])
-            row[0] += ok
-            row[1] += 1
+        count(((report.by_intent, case.intent), (report.by_lang, case.lang)), ok)
         report.answers_missed += case.intent == "answer" and got != "answer"
         report.judged_non_answers += case.intent != "answer" and got == "answer"
         if not ok:
@@ -330,10 +337,7 @@ def evaluate_judge(module: Module, answers: list[AnswerCase]) -> JudgeReport:
         inside = case.band[0] <= result.score <= case.band[1]
         report.n += 1
         report.within += inside
-        for table, key in ((report.by_kind, case.kind), (report.by_lang, case.lang)):
-            tally = table.setdefault(key, [0, 0])
-            tally[0] += inside
-            tally[1] += 1
+        count(((report.by_kind, case.kind), (report.by_lang, case.lang)), inside)
         mastered = result.score >= check.threshold
         if case.kind == "good":
             report.good += 1

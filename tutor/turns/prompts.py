@@ -42,7 +42,7 @@ from tutor.contract import (
     RESPONSE_TYPES,
 )
 from tutor.derived import derived
-from tutor.llm.base import ChatMessage, TeachingContext
+from tutor.llm.base import ANSWERED_BESIDE_CHECK, ChatMessage, TeachingContext
 from tutor.progress import ProgressState, checked_count, coverage_count, mastered_ids, module_state
 from tutor.text import PLACEHOLDER, unresolved_variables
 
@@ -302,10 +302,6 @@ _SHARE_NOTES = {
     "progress": "  It reads as something that went well for them: be glad with them first.",
     "help": "  It reads as a step towards support (a doctor, a therapist, someone they trust): say it is a good step.",
 }
-# Messages answered with the open check left open (asked again below the reply).
-_KEEPS_CHECK_OPEN = ("question", "share", "more", "off_topic", "medical", "social")
-
-
 def teaching_notes(teaching: TeachingContext) -> str:
     """What the app decided about this turn, for a model to follow ("" when nothing)."""
     lines: list[str] = []
@@ -328,7 +324,7 @@ def teaching_notes(teaching: TeachingContext) -> str:
     if teaching.intent == "share" and teaching.kind in _SHARE_NOTES:
         lines.append(_SHARE_NOTES[teaching.kind])
     ask = teaching.ask
-    if ask is not None and ask.again and teaching.intent in _KEEPS_CHECK_OPEN:
+    if ask is not None and ask.again and teaching.intent in ANSWERED_BESIDE_CHECK:
         lines.append(f'- The check "{ask.question}" (topic {ask.topic_id}) is still open: answer the learner\'s '
                      "question, then say the check is still there below your reply (the app shows it as a form). "
                      "Do not answer the check yourself.")
