@@ -174,6 +174,54 @@ def test_negations_cover_only_what_they_say(config, text):
     assert labels(text, config) == ["self_harm"]
 
 
+@pytest.mark.parametrize("text", [
+    "I don't really want to die, I just want this week of deadlines to be over",
+    "no, I've never self-harmed, I asked because of my cousin's essay",
+    "I have no suicidal thoughts at all, only a racing heart before exams",
+    "I no longer want to die; the counselling helped",
+    "mình không hề muốn chết, chỉ mệt vì thi cử thôi",
+    "minh khong muon chet dau, chi met thoi",
+    "em chưa bao giờ tự tử, chỉ hỏi cho bài tập",
+])
+def test_a_phrase_the_learner_denies_with_a_negator_is_not_a_crisis(config, text):
+    assert screen(text, config) == []
+
+
+@pytest.mark.parametrize("text", [
+    "I don't want to live anymore",  # the denial is the phrase's own
+    "No. I want to die",  # a sentence break between the "no" and the phrase
+    "why not just kill myself",  # a bare "not" denies nothing here
+    "I can't stop cutting myself",
+    "i dont want to wake up. i want to die",
+    "mình không muốn sống nữa",
+    "không. mình muốn chết",
+])
+def test_a_negator_denies_only_the_phrase_right_after_it(config, text):
+    assert labels(text, config) == ["self_harm"]
+
+
+def test_a_module_may_add_negators_and_a_bad_one_names_its_line():
+    from tutor.risk import check_safety_text
+    text = """\
+languages: [en]
+vocabulary:
+  en:
+    negators: ["(hardly|scarcely) (ever|)"]
+labels:
+  self_harm:
+    title: Suicide or self-harm
+    signals: {en: {phrases: [think* about suicide]}}
+    reply: [{type: paragraph, content: Please call your local emergency number.}]
+check_in: [{type: paragraph, content: "How are you feeling?"}]
+"""
+    mine, problems = check_safety_text(text, "mine.yaml")
+    assert problems == [] and mine is not None
+    assert screen("I hardly ever think about suicide", mine) == []
+    assert [f.label for f in screen("I think about suicide", mine)] == ["self_harm"]
+    _, problems = check_safety_text(text.replace('"(hardly|scarcely) (ever|)"', '"(hardly"'), "bad.yaml")
+    assert len(problems) == 1 and problems[0].startswith("bad.yaml:4: ") and "negators" in problems[0], problems
+
+
 def test_stripping_diacritics_does_not_turn_slowly_into_suicide(config):
     assert screen("Tôi muốn từ từ học bài này.", config) == []  # từ từ = slowly
     assert screen("toi muon tu tu hoc bai nay", config) == []  # the next word says so

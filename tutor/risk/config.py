@@ -7,6 +7,7 @@ replies. The shipped default is modules/safety/default.yaml; a module may extend
       en:
         equivalents: [[do not, dont], [want to, wanna]]    # same meaning in every phrase
         groups: {person: [him, her, "my (dad|mom)"]}       # used in phrases as {person}
+        negators: ["(never|dont) (even|)"]             # a listed phrase right after one is denied
     labels:
       self_harm:                        # canonical label id, snake_case
         title: Suicide or self-harm
@@ -120,6 +121,10 @@ class LanguageSignals(_Strict):
 class Vocabulary(_Strict):
     equivalents: list[list[str]] = Field(default_factory=list, description="word sequences that mean the same")
     groups: dict[GroupName, list[Phrase]] = Field(default_factory=dict, description="{name} in phrases")
+    negators: list[Phrase] = Field(default_factory=list, description=(
+        "words that deny what follows: a signal matched right after one is not a crisis "
+        "('I don't want to die', 'I've never self-harmed'); a phrase that holds the denial itself "
+        "('don't want to live') is untouched"))
 
 
 class RiskLabel(_Strict):
@@ -264,8 +269,8 @@ class SafetyOverride(_Strict):
               reply: [{type: paragraph, content: "..."}]
           check_in: {en: [{type: paragraph, content: "..."}]}
 
-    `languages` are added to the default's; `vocabulary` equivalents are added and word
-    groups extended; `check_in` replaces the default's in the languages given (a plain
+    `languages` are added to the default's; `vocabulary` equivalents and negators are added and
+    word groups extended; `check_in` replaces the default's in the languages given (a plain
     list: in every language). A language you add needs a check_in in it, and every label
     with phrases in it a reply in it (or a plain list for every language)."""
 
@@ -281,8 +286,9 @@ def _merged_data(base: SafetyConfig, override: SafetyOverride) -> tuple[dict[str
     extra = override.model_dump(exclude_none=True, exclude_unset=False)
     data["languages"] += [lang for lang in override.languages if lang not in data["languages"]]
     for lang, vocabulary in extra["vocabulary"].items():
-        target = data["vocabulary"].setdefault(lang, {"equivalents": [], "groups": {}})
+        target = data["vocabulary"].setdefault(lang, {"equivalents": [], "groups": {}, "negators": []})
         target["equivalents"] += vocabulary["equivalents"]
+        target["negators"] += [n for n in vocabulary["negators"] if n not in target["negators"]]
         for name, members in vocabulary["groups"].items():
             group = target["groups"].setdefault(name, [])
             group += [m for m in members if m not in group]

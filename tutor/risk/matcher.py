@@ -15,7 +15,12 @@ Deciding, for one message:
    negation covers the whole statement.
 3. A label's matches inside a match of a label that `supersedes` it are dropped
    (concern_for_other's "my friend says she wants to die" drops self_harm's "wants to die").
-4. One flag per label left: the highest confidence of its matches, the language of that
+4. A signal match that starts right after one of its language's `negators` (vocabulary) is
+   dropped: the learner denies it ("I don't want to die", "I've never self-harmed"). The
+   negator must touch the match (only the negator's own optional words between: "never even"),
+   and a phrase that holds its denial ("don't want to live") is not touched, since its
+   match starts at the denial.
+5. One flag per label left: the highest confidence of its matches, the language of that
    match, and the spans of all its matches (a span inside another is left out).
 """
 
@@ -36,6 +41,7 @@ __all__ = ["CONFIDENCE", "UNMARKED_PENALTY", "Decision", "Hit", "Matcher", "Rule
 CONFIDENCE = {"phrases": 0.9, "patterns": 0.8, "indirect": 0.7, "idioms": 0.0, "negations": 0.0}
 UNMARKED_PENALTY = 0.1
 SAFE_KINDS = frozenset({"idioms", "negations"})
+NEGATOR_WORDS = 4  # the longest negator, in words, with its optional words ("have never even")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,9 @@ class Matcher:
         self._by_prefix: dict[str, list[tuple[str, Rule]]] = {}
         self._scan: list[Rule] = []
         self.rule_count = 0
+        self._negators: dict[str, list[re.Pattern[str]]] = {
+            lang: [compile_phrase(text, vocabulary.groups, vocabulary.equivalents).regex for text in vocabulary.negators]
+            for lang, vocabulary in config.vocabulary.items() if vocabulary.negators}
         for label_id, label in config.labels.items():
             for lang, signals in label.signals.items():
                 vocabulary = config.vocabulary.get(lang)
@@ -120,7 +129,23 @@ class Matcher:
         for rule in self._scan:
             for match in rule.regex.finditer(joined):
                 self._hit(rule, match, text, out)
+        if self._negators:
+            out = [h for h in out if h.rule.safe or not self._denied(h, text)]
         return out
+
+    def _denied(self, hit: Hit, text: TokenizedText) -> bool:
+        """A negator of the hit's language ends right where the hit starts."""
+        negators = self._negators.get(hit.rule.language)
+        if not negators:
+            return False
+        starts, folds = text.starts, text.folds
+        at = starts[hit.first]
+        for first in range(max(0, hit.first - NEGATOR_WORDS), hit.first):
+            if BOUNDARY in folds[first:hit.first]:
+                continue
+            if any(regex.fullmatch(text.joined, starts[first], at) for regex in negators):
+                return True
+        return False
 
     @staticmethod
     def _hit(rule: Rule, match: re.Match[str], text: TokenizedText, out: list[Hit]) -> None:

@@ -45,6 +45,10 @@ def rule_findings(config: SafetyConfig) -> list[tuple[Loc, str]]:
         for i, members in enumerate(vocabulary.equivalents):
             if len(members) < 2:
                 found.append((("vocabulary", lang, "equivalents", i), "an equivalence needs two or more spellings"))
+        for j, negator in enumerate(vocabulary.negators):
+            problem = phrase_problem(negator, config, lang)
+            if problem:
+                found.append((("vocabulary", lang, "negators", j), problem))
         for name, members in vocabulary.groups.items():
             for j, member in enumerate(members):
                 if references(parse_phrase(member)):
