@@ -313,6 +313,8 @@ def test_replies_come_in_the_language_asked_for(config):
     ("Mình vừa trèo qua lan can cầu rồi", "vừa trèo qua lan can cầu"),
     ("hôm thứ 7 mình thử treo cổ rồi mà dây đứt", "thử treo cổ"),
     ("ngu 1 giac ko day luon chac suong", "ngu 1 giac ko day luon"),
+    ("ok. this is the last time anyone will hear from me", "the last time anyone will hear from me"),
+    ("You'll never hear from me again. Thanks for everything", "never hear from me again"),
 ])
 def test_farewells_arrangements_and_acts_under_way_are_self_harm(config, text, evidence):
     flags = screen(text, config)
@@ -338,6 +340,8 @@ def test_farewells_arrangements_and_acts_under_way_are_self_harm(config, text, e
     "my siblings and I sorted out who gets my old toys for their kids",
     "I won't need my books after this term",
     "my last day ever at this school, so sad to leave",
+    "this is the last time you'll hear from me about the printer, promise",
+    "you won't hear from me again until Monday, I'm off hiking",
     "I just had the whole box of chocolates, oops",
     "going into the sea now, the water is so warm",
     "the pipe on the exhaust is rusty, need a mechanic",
