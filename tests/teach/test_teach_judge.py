@@ -142,6 +142,14 @@ def test_partial_answers_hear_what_was_there_and_what_is_missing(fear):
     assert "another go" in result.feedback
 
 
+def test_the_next_step_reads_as_a_sentence_when_the_idea_is_a_that_clause(sample):
+    check = sample.find_check("anxiety_in_a_nutshell")[1]
+    result = judge_builtin(check, "Anxiety is the mind and body getting ready for something that might go wrong.")
+    assert not is_mastered(check, result)
+    assert "A good next step: say that in the right amount" in result.feedback, result.feedback
+    assert "think about that" not in result.feedback
+
+
 def test_matching_ignores_case_accents_plurals_and_a_word_in_between(sample):
     _, habits = sample.find_check("anxious_habits")
     loose = judge_builtin(habits, "PEOPLE AVOÏD THINGS and PUT chores OFF")

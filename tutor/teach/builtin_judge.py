@@ -224,7 +224,10 @@ def feedback_words(check: Check, ratios: Mapping[str, float], ruled: Ruled, cut:
         if mastered:
             parts.append(t("You could also mention {hint}.", hint=hint))
         else:
-            parts.append(t("A good next step: think about {hint}.", hint=hint))
+            if hint.casefold().startswith("that "):  # "think about that in the right amount…" reads wrong
+                parts.append(t("A good next step: say {hint}.", hint=hint))
+            else:
+                parts.append(t("A good next step: think about {hint}.", hint=hint))
             parts.append(t("Have another go whenever you like."))
     return " ".join(parts)
 
