@@ -142,6 +142,19 @@ def test_partial_answers_hear_what_was_there_and_what_is_missing(fear):
     assert "another go" in result.feedback
 
 
+@pytest.mark.parametrize("answer", [
+    "ngủ giúp cơ thể hồi phục và não sắp xếp trí nhớ",
+    "co the hoi phuc va nao sap xep tri nho",
+])
+def test_a_vietnamese_answer_joining_two_ideas_with_va_gets_both(library, answer):
+    check = library.get("giac_ngu_lanh_manh").find_check("ngu_de_lam_gi")[1]
+    result = judge_builtin(check, answer, language="vi")
+    assert result.criteria_scores == {"co_the_hoi_phuc": 10.0, "nao_ghi_nho": 10.0}, result
+    assert is_mastered(check, result)
+    swapped = judge_builtin(check, "não hồi phục và cơ thể ghi nhớ bài học", language="vi")
+    assert not is_mastered(check, swapped)  # each given the other's work
+
+
 def test_the_next_step_reads_as_a_sentence_when_the_idea_is_a_that_clause(sample):
     check = sample.find_check("anxiety_in_a_nutshell")[1]
     result = judge_builtin(check, "Anxiety is the mind and body getting ready for something that might go wrong.")

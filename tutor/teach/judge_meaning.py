@@ -59,7 +59,7 @@ def negated_before(found: AnswerText, start: int, *, besides: frozenset[str] = f
 
 _SENTENCE = re.compile(r"[^.!?;:,\n]+")
 _PIECES = re.compile(r"[,;/\n]+|\s-\s")
-_JOIN = re.compile(r"\s*(?:,\s*)?\b(?:but|while|whereas|and|however|although|nhưng|còn|trong khi|nhung|con)\b\s*",
+_JOIN = re.compile(r"\s*(?:,\s*)?\b(?:but|while|whereas|and|however|although|nhưng|còn|trong khi|và|nhung|con|va)\b\s*",
                    re.IGNORECASE)
 _PUNCT = ".,;:!?\"'()"  # stripped from the words either side of a join ("worse and worse.")
 _TO_JUDGE = re.compile(
@@ -82,7 +82,7 @@ def addressed_to_judge(text: str) -> bool:
 
 
 def clauses(text: str, keep: Sequence[str] = ()) -> list[str]:
-    """The answer's clauses: its sentences cut at "and", "but", "while", "nhưng" ... — but
+    """The answer's clauses: its sentences cut at "and", "but", "while", "và", "nhưng" ... — but
     not inside a doubled phrase ("more and more", "over and over"), nor inside one of the
     phrases in `keep` (a check's key points such as "here and now", "black and white"),
     each of which says one thing."""
