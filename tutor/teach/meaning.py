@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -228,10 +229,14 @@ def _reads_not_covered(vectors: ModuleVectors, vector: np.ndarray, relevance: fl
     return nearest >= NOT_COVERED_AT and nearest >= relevance + NOT_COVERED_MARGIN
 
 
+@lru_cache(maxsize=4096)
 def _opening(text: str) -> str:
+    """A passage's first words, by which a tutor turn is seen to quote it. Kept per text:
+    every turn looks for each of a module's passages in the last replies."""
     return " ".join(words(text)[:12])
 
 
+@lru_cache(maxsize=1024)
 def _said(reply: str) -> str:
     """A tutor turn's words, one space apart: a stored reply is its JSON, whose escaped line
     breaks ("other\\nThe") would otherwise glue two words into one."""

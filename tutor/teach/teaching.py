@@ -234,9 +234,11 @@ _ASKING_FIRST = frozenset("why how what when where which who is are do does did 
 
 def _points_back(text: str) -> bool:
     found = words(text)
+    if not 0 < len(found) <= POINTING_WORDS:
+        return False
     lowered = f" {text.casefold()} "
     own = sum(1 for token in tokens(text) if "_" not in token)  # words of its own (pairs are "a_b")
-    return 0 < len(found) <= POINTING_WORDS and own <= POINTING_OWN_WORDS and (
+    return own <= POINTING_OWN_WORDS and (
         any(w in _POINTING for w in found) or any(f" {w} " in lowered or f" {w}?" in lowered for w in _POINTING_VI))
 
 
