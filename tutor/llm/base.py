@@ -96,11 +96,15 @@ class TeachingContext:
     # intent "social": thanks | goodbye | greeting | laugh (tutor.teach.intent.social); intent
     # "share": struggle | progress | help, "" for plain background (tutor.teach.shares)
     kind: str = ""
+    # intent "stuck" ("I don't know" to the open check): the built-in tutor's next step towards
+    # its answer (not in a model's prompt: a model words its own hint, and a reply copying the
+    # prompt's words is junk, tutor.llm.usable)
+    hint: str = ""
 
 
 # Messages the tutor answers while a check is open, leaving the check open and asking it again
 # below the reply (tutor.teach.check_plan, the built-in tutor, the model's prompt).
-ANSWERED_BESIDE_CHECK = ("question", "share", "more", "off_topic", "medical", "social")
+ANSWERED_BESIDE_CHECK = ("question", "share", "more", "off_topic", "medical", "social", "stuck")
 
 
 @dataclass(frozen=True)

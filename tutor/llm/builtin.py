@@ -69,8 +69,9 @@ SUMMARY_REPLY = N_("Show me a summary")
 CONTINUE_REPLY = N_("Continue")
 # Messages after which the lesson waits for the learner instead of moving on by itself: an
 # answer off topic or about medicine, more on the same topic, and a learner's own experience
-# heard (not followed at once by the next lesson), a greeting, thanks or goodbye.
-_WAITS = ("off_topic", "medical", "more", "share", "social")
+# heard (not followed at once by the next lesson), a greeting, thanks or goodbye, and "I don't
+# know" to a check (a hint, and the check again).
+_WAITS = ("off_topic", "medical", "more", "share", "social", "stuck")
 
 
 class BuiltinTutor:

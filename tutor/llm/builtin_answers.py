@@ -67,6 +67,9 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
         return [], titled[0], ()  # "Tell me about Body, mind and behaviour": that topic, whatever else
     if intent == "social":
         return [block("paragraph", t(_SOCIAL_REPLIES.get(teaching.kind, _SOCIAL_REPLIES["greeting"])))], None, ()
+    if intent == "stuck":  # the check is asked again below, unjudged
+        return [block("paragraph", " ".join(filter(None, (t("That's okay: this isn't a test."), teaching.hint))))
+                ], None, ()
     kind = teaching.kind if intent == "share" else ""
     if intent == "off_topic":
         return _not_covered(module, t), None, ()

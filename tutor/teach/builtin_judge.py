@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tutor.content.material import Check
+from tutor.content.material import Check, Criterion
 from tutor.i18n import Translator, translator
 from tutor.teach.judge import MAX_ANSWER_CHARS, JudgeResult
 from tutor.teach.judge_direction import reversed_idea
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.modules import Module
 
 __all__ = ["COPY_CAP", "LIST_CAP", "MISCONCEPTION_CAP", "Ruled", "apply_rules", "feedback_words", "judge_builtin",
-           "topic_material"]
+           "next_step", "topic_material"]
 
 MISCONCEPTION_CAP = 3
 LIST_CAP = 4
@@ -220,16 +220,23 @@ def feedback_words(check: Check, ratios: Mapping[str, float], ruled: Ruled, cut:
     if nudge is None and not mastered:
         parts.append(t("Have another go whenever you like."))
     elif nudge is not None:
-        hint = (nudge.hint or nudge.description).rstrip(". ")
         if mastered:
-            parts.append(t("You could also mention {hint}.", hint=hint))
+            parts.append(t("You could also mention {hint}.", hint=(nudge.hint or nudge.description).rstrip(". ")))
         else:
-            if hint.casefold().startswith("that "):  # "think about that in the right amount…" reads wrong
-                parts.append(t("A good next step: say {hint}.", hint=hint))
-            else:
-                parts.append(t("A good next step: think about {hint}.", hint=hint))
+            parts.append(next_step(check, t, nudge))
             parts.append(t("Have another go whenever you like."))
     return " ".join(parts)
+
+
+def next_step(check: Check, t: Translator, criterion: Criterion | None = None) -> str:
+    """"A good next step: think about Y." for `criterion`, by default the check's weightiest
+    (the first of equals): after a partial answer, and for a learner who does not know where
+    to start."""
+    criterion = criterion or max(check.rubric.criteria, key=lambda c: c.weight)
+    hint = (criterion.hint or criterion.description).rstrip(". ")
+    if hint.casefold().startswith("that "):  # "think about that in the right amount…" reads wrong
+        return t("A good next step: say {hint}.", hint=hint)
+    return t("A good next step: think about {hint}.", hint=hint)
 
 
 def _join(items: list[str], t: Translator) -> str:

@@ -23,7 +23,7 @@ from tutor.teach.mastery import CheckHistory
 # Messages after which the open check stays open (asked again below the reply), and those
 # the tutor answers without moving the lesson on.
 _KEEPS_CHECK = ("retry", *ANSWERED_BESIDE_CHECK)
-_ANSWERED = ("more", "off_topic", "medical", "social")
+_ANSWERED = ("more", "off_topic", "medical", "social", "stuck")
 SPACING = 2  # turns of questions after which a waiting check comes below the answer
 # Messages that talk with the tutor about the material: answered (or heard) first, the
 # waiting check only after SPACING such turns, so a learner telling how they feel is not

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tutor.text import words
 
-__all__ = ["RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "classify", "social"]
+__all__ = ["RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "classify", "dont_know", "social"]
 
 SHORT_WORDS = 8
 SKIP_REPLY = "Skip this check"
@@ -28,11 +28,14 @@ keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: 
 
 
 def classify(text: str | None, *, check_open: bool) -> str:
-    """One of: social (a greeting, thanks or goodbye alone), question, skip, retry, summary,
-    navigate, answer (only when `check_open`), other."""
+    """One of: social (a greeting, thanks or goodbye alone), stuck ("I don't know" alone, only
+    when `check_open`), question, skip, retry, summary, navigate, answer (only when
+    `check_open`), other."""
     raw = text or ""
     if social(raw):
         return "social"
+    if check_open and dont_know(raw):
+        return "stuck"
     found = words(raw)
     phrase = " ".join(found)
     short = len(found) <= SHORT_WORDS
@@ -81,3 +84,29 @@ def social(text: str | None) -> str | None:
         return None  # "is that useful?" asks something
     phrase = f" {' '.join(found)} "
     return next((kind for kind, phrases in _SOCIAL.items() if any(f" {p} " in phrase for p in phrases)), None)
+
+
+# "I don't know" alone, said to an open check: the learner is stuck, not answering and not
+# asking to skip; the tutor gives a hint and the check stays open, unjudged. Folded words; any
+# other word ("idk maybe you start small") makes it an attempt, read as usual.
+_DONT_KNOW = ("dont know", "don t know", "do not know", "didnt know", "didn t know", "idk", "dunno", "no idea",
+              "not sure", "no clue", "cant remember", "can t remember", "dont remember", "don t remember",
+              "forgot", "forget", "stuck", "clueless",
+              "khong biet", "ko biet", "k biet", "hong biet", "hok biet", "chua biet", "khong ro", "ko ro",
+              "chiu", "bo tay", "khong nho", "quen roi", "quen mat", "khong hieu")
+_DONT_KNOW_FILLER = frozenset("""i im m really honestly tbh sorry um uh hmm erm the answer this that one question it
+just totally completely actually to be and but what well oh ah again yet anything all at
+minh em toi to tui thiet su that a ak nha nhe oi ca roi luon gi het cau nay hoi thi lam nua thoi""".split())
+_DONT_KNOW_WORDS = frozenset(w for p in _DONT_KNOW for w in p.split()) | _DONT_KNOW_FILLER
+DONT_KNOW_WORDS = 8  # at most this many words
+
+
+def dont_know(text: str | None) -> bool:
+    """The message only says the learner does not know ("I don't know", "no idea tbh",
+    "không biết", "chịu"): at most DONT_KNOW_WORDS words, each one of those or a filler, and
+    no question mark ("not sure?" asks something)."""
+    found = words(text or "")
+    if not found or len(found) > DONT_KNOW_WORDS or "?" in (text or "") or any(w not in _DONT_KNOW_WORDS for w in found):
+        return False
+    phrase = f" {' '.join(found)} "
+    return any(f" {p} " in phrase for p in _DONT_KNOW)

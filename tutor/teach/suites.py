@@ -194,8 +194,9 @@ def count(rows: Iterable[tuple[dict[str, list[int]], str]], right: bool) -> None
 
 def _as_labelled(intent: str) -> str:
     """The sets name no "social": a greeting, thanks or goodbye alone is small talk, which
-    they label off_topic (the tutor replies in kind, teaches and judges nothing)."""
-    return "off_topic" if intent == "social" else intent
+    they label off_topic (the tutor replies in kind, teaches and judges nothing); nor
+    "stuck": "I don't know" to a check is not answering it, as a skip is not."""
+    return {"social": "off_topic", "stuck": "skip"}.get(intent, intent)
 
 
 def evaluate_retrieval(module: Module, questions: list[Question], k: int = 3) -> RetrievalReport:

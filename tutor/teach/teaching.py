@@ -46,7 +46,7 @@ from tutor.progress import ProgressState, ProgressUpdate
 from tutor.render.views import ProgressView
 from tutor.storage.store import Store
 from tutor.teach import judge_builtin, module_sources, retrieve, verify_quote
-from tutor.teach.builtin_judge import topic_material
+from tutor.teach.builtin_judge import next_step, topic_material
 from tutor.teach.check_plan import plan_check
 from tutor.teach.feedback import (
     ANSWER_FIELD,
@@ -183,8 +183,11 @@ async def prepare(
         plan.ask_form = check_form(found[1], found[0].title, again=tried, language=module.language)
     if intent == "social":
         kind = social(learner.text) or ""
+    hint = ""
+    if intent == "stuck" and ask is not None:  # "I don't know": a way in; the check is asked again below
+        hint = next_step(module.find_check(ask.check_id)[1], translator(module.language))
     plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto,
-                                   kind=kind if intent in ("social", "share") else "")
+                                   kind=kind if intent in ("social", "share") else "", hint=hint)
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
 

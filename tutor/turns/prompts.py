@@ -290,6 +290,9 @@ _INTENT_NOTES = {
     "share": "- The learner shared something about themselves: acknowledge it warmly and briefly, connect it to "
              "the module where it fits, and do not treat it as an answer to a check.",
     "exercise": "- The learner asked for something to practise: offer an exercise from the module's skills.",
+    "stuck": "- The learner says they don't know the answer to the open check: reassure them in a sentence (it is "
+             "not a test), give one hint towards the answer without giving it away, and invite them to try or "
+             "to skip it. Do not score it.",
     "social": "- The learner only greeted you, thanked you or said goodbye: reply in kind in a sentence, then "
               "offer to go on with the lesson; teach nothing new this turn.",
 }
