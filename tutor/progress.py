@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "MAX_SEEN_PER_TURN", "ProgressState", "ProgressUpdate", "Shown", "apply_evidence", "checked_count",
     "coverage_count", "covered_ids", "done_count", "is_complete", "mastered_ids", "milestones_reached", "module_state", "next_topic", "normalize",
+    "previous_topic",
     "percentage", "reconcile", "server_progress", "shown_topics",
 ]
 
@@ -206,6 +207,14 @@ def next_topic(module: Module, state: ProgressState) -> Topic | None:
     """The first topic, in the author's order, not seen yet."""
     seen = set(state.covered)
     return next((t for t in module.topics if t.id not in seen), None)
+
+
+def previous_topic(module: Module, state: ProgressState) -> str | None:
+    """"Go back": the topic before the one taught last, in the author's order (the first
+    topic, again, when that is where the lesson is); None before any topic is taught."""
+    ids = [t.id for t in module.topics]
+    current = next((c for c in reversed(state.covered) if c in ids), None)
+    return None if current is None else ids[max(ids.index(current) - 1, 0)]
 
 
 def percentage(module: Module, state: ProgressState) -> float:

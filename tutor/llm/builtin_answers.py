@@ -108,10 +108,10 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
         titles = ", ".join(f"**{m.title}**" for m in mentioned)
         return [block("paragraph", _heard(t, kind, N_("Thank you for sharing that. It connects to {titles}."),
                                           N_("It connects to {titles}."), titles=titles))], None, ()
-    if _asks(text, questions_only=True):
+    if _asks(text, questions_only=True) and intent not in ("summary", "back"):  # "where was I?": the recap says
         return [block("paragraph", t("I don't have a prepared answer to that question. Ask about any "
                                       "topic of this module by name, or let's carry on."))], None, ()
-    if not _navigates(text) and teaching.intent not in ("retry", "summary", "navigate"):
+    if not _navigates(text) and teaching.intent not in ("retry", "summary", "navigate", "back"):
         return [block("paragraph", _heard(t, kind, N_("Thank you for sharing that.")))], None, ()
     return [], None, ()
 

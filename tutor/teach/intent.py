@@ -23,14 +23,21 @@ _SKIP_FIRST = frozenset("skip pass later".split())
 _SKIP_PHRASES = ("not now", "maybe later", "move on", "no thanks", "bo qua")
 _RETRY_PHRASES = ("try again", "another go", "another try", "one more try", "let me try", "retry", "again please",
                   "ask me again", "thu lai")
+# "Where was I?" (the recap answers it) and "go back" (the topic before the one the lesson is
+# on), as short requests, question mark or not. Folded words.
+_WHERE_PHRASES = ("where was i", "where were we", "where am i", "where are we", "where did we stop",
+                  "where did i stop", "where did we leave off", "where did i leave off", "what was i doing",
+                  "dang o dau", "hoc den dau", "hoc toi dau", "dang hoc den dau", "dung o dau", "den dau roi")
+_BACK_PHRASES = ("go back", "previous topic", "topic before", "last topic again", "back to the last topic",
+                 "bai truoc", "phan truoc", "chu de truoc", "quay lai bai", "quay lai phan", "quay lai chu de")
 _MOVING_FIRST = frozenset("""continue next ok okay sure go ready done tell show explain review more teach
 keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: tiếp, kể, xem (folded)
 
 
 def classify(text: str | None, *, check_open: bool) -> str:
     """One of: social (a greeting, thanks or goodbye alone), stuck ("I don't know" alone, only
-    when `check_open`), question, skip, retry, summary, navigate, answer (only when
-    `check_open`), other."""
+    when `check_open`), back (to the topic before), question, skip, retry, summary (also
+    "where was I?"), navigate, answer (only when `check_open`), other."""
     raw = text or ""
     if social(raw):
         return "social"
@@ -39,6 +46,10 @@ def classify(text: str | None, *, check_open: bool) -> str:
     found = words(raw)
     phrase = " ".join(found)
     short = len(found) <= SHORT_WORDS
+    if short and any(f" {p} " in f" {phrase} " for p in _WHERE_PHRASES):
+        return "summary"  # the recap says where they are and what comes next
+    if short and any(f" {p} " in f" {phrase} " for p in _BACK_PHRASES):
+        return "back"
     if "?" in raw or "\uff1f" in raw:
         return "question"
     if short and (found[:1] and found[0] in _SKIP_FIRST or any(p in phrase for p in _SKIP_PHRASES)):

@@ -147,6 +147,8 @@ async def prepare(
             classify(learner.text, check_open=open_check is not None), None, "")
         if intent == "answer":
             answered, answer = open_check, learner.text or ""
+        elif intent == "back":
+            goto = progress_mod.previous_topic(module, state)
     judged = None
     if answered is not None:
         topic, check = answered

@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 # What the teaching flow is told (tutor.teach.teaching): the acts above, with a statement to an
 # open check read as an answer and anything far from the module as off_topic.
 INTENTS = ("answer", "question", "more", "next", "skip", "retry", "summary", "exercise", "share", "off_topic",
-           "medical", "social", "stuck")
+           "medical", "social", "stuck", "back")
 TRAINING = {"l2": 1e-4, "steps": 300, "scale": 2.0}
 # Cosine between the message and the open check's own words above which a share or chat
 # reads as an attempt at the answer.
@@ -68,8 +68,9 @@ CHECK_CLOSE = 0.84
 # 0.36 or less; 0.4 (was 0.5) takes two questions back, intents +1 in each module.
 TOPIC_SURE = 0.4
 # The app's own quick replies, a greeting, thanks or goodbye alone (replied in kind, never
-# judged) and "I don't know" to an open check (a hint, never judged), read by rules first.
-_RULE_ONLY = {"skip", "retry", "summary", "social", "stuck"}
+# judged), "I don't know" to an open check (a hint, never judged) and "go back", read by
+# rules first.
+_RULE_ONLY = {"skip", "retry", "summary", "social", "stuck", "back"}
 
 
 @dataclass(frozen=True)

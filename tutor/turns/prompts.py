@@ -336,7 +336,9 @@ def teaching_notes(teaching: TeachingContext) -> str:
                      "Lead into it in a sentence or two; do not ask it yourself, answer it, or teach a new topic "
                      "this turn.")
     if teaching.goto_topic:
-        lines.append(f"- The learner's form answer leads to topic {teaching.goto_topic}: teach it now.")
+        lines.append(f"- The learner asked to go back to topic {teaching.goto_topic}: teach it again, briefly."
+                     if teaching.intent == "back" else
+                     f"- The learner's form answer leads to topic {teaching.goto_topic}: teach it now.")
     if teaching.passages:
         lines.append("- Passages from the module's material that match the learner's words. Answer from them when "
                      "they help, and cite what you use in content.citations (quote word for word):")
