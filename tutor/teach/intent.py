@@ -25,8 +25,9 @@ _RETRY_PHRASES = ("try again", "another go", "another try", "one more try", "let
                   "ask me again", "thu lai")
 # "Where was I?" (the recap answers it) and "go back" (the topic before the one the lesson is
 # on), as short requests, question mark or not. Folded words.
-_WHERE_PHRASES = ("where was i", "where were we", "where am i", "where are we", "where did we stop",
-                  "where did i stop", "where did we leave off", "where did i leave off", "what was i doing",
+_WHERE_PHRASES = ("where was i", "where were we", "where am i", "where are we up to", "where are we at",
+                  "where did we stop", "where did i stop", "where did we leave off", "where did i leave off",
+                  "what was i doing",
                   "dang o dau", "hoc den dau", "hoc toi dau", "dang hoc den dau", "dung o dau", "den dau roi")
 _BACK_PHRASES = ("go back", "previous topic", "topic before", "last topic again", "back to the last topic",
                  "bai truoc", "phan truoc", "chu de truoc", "quay lai bai", "quay lai phan", "quay lai chu de")
