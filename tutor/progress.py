@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_SEEN_PER_TURN", "ProgressState", "ProgressUpdate", "Shown", "apply_evidence", "checked_count",
-    "coverage_count", "covered_ids", "done_count", "is_complete", "mastered_ids", "milestones_reached", "module_state", "next_topic", "normalize",
-    "percentage", "previous_topic", "reconcile", "server_progress", "shown_topics",
+    "coverage_count", "covered_ids", "done_count", "is_complete", "mastered_ids", "milestones_reached", "module_state",
+    "next_topic", "normalize", "percentage", "previous_topic", "reconcile", "server_progress", "shown_topics",
 ]
 
 # A reply teaches one topic, maybe two that belong together; more is a list, not teaching.

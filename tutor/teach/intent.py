@@ -118,7 +118,9 @@ def dont_know(text: str | None) -> bool:
     "không biết", "chịu"): at most DONT_KNOW_WORDS words, each one of those or a filler, and
     no question mark ("not sure?" asks something)."""
     found = words(text or "")
-    if not found or len(found) > DONT_KNOW_WORDS or "?" in (text or "") or any(w not in _DONT_KNOW_WORDS for w in found):
+    if not found or len(found) > DONT_KNOW_WORDS or "?" in (text or ""):
+        return False
+    if any(w not in _DONT_KNOW_WORDS for w in found):
         return False
     phrase = f" {' '.join(found)} "
     return any(f" {p} " in phrase for p in _DONT_KNOW)
