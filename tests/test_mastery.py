@@ -77,7 +77,8 @@ def test_mastered_never_decreases_and_unknown_ids_are_ignored():
 @pytest.mark.parametrize("text, check_open, intent", [
     ("Anxiety is getting ready for what might go wrong", True, "answer"),
     ("Anxiety is getting ready for what might go wrong", False, "other"),
-    ("I don't know", True, "answer"),
+    ("I don't know", True, "stuck"),  # a hint, the check again (tests/test_stuck_turns.py)
+    ("I don't know, maybe the body gets ready for danger", True, "answer"),
     ("Why does my heart race?", True, "question"),
     ("Continue", True, "navigate"),
     ("Tell me more about this please", True, "navigate"),
