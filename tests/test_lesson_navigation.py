@@ -86,3 +86,13 @@ def test_a_model_is_told_to_teach_the_topic_before_again(store):
         systems = [r.json["messages"][0]["content"] for r in server.requests]
     system = [s for s in systems if s.startswith("You are a tutor")][-1]
     assert "The learner asked to go back to topic anxiety_defined: teach it again" in system
+
+
+def test_tell_me_more_about_a_named_thing_is_about_that_not_the_current_topic(engine):
+    conv = run(engine.open("dao", SLEEP))  # the lesson is on why we sleep
+    result = run(engine.send(conv.id, LearnerInput(text="nói thêm về ngủ trưa đi")))  # naps: another topic
+    said = texts(result)
+    assert "Ngủ trưa ngắn, khoảng 20 phút" in said and "Giờ giấc đều đặn" in said, said
+    assert "Học phần này chỉ nói đến đó thôi" not in said
+    plain = run(engine.send(conv.id, LearnerInput(text="nói thêm đi")))  # nothing named: the topic quoted last
+    assert "Ngủ trưa ngắn, khoảng 20 phút" not in texts(plain)

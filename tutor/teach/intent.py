@@ -10,9 +10,13 @@ ready for what might go wrong" is an answer that happens to start with "yes".
 
 from __future__ import annotations
 
+import re
+
+from tutor.teach.retrieval import tokens
 from tutor.text import words
 
-__all__ = ["RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "classify", "dont_know", "social"]
+__all__ = ["POINTING_OWN_WORDS", "POINTING_WORDS", "RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "asks",
+           "classify", "dont_know", "points_back", "social"]
 
 SHORT_WORDS = 8
 SKIP_REPLY = "Skip this check"
@@ -124,3 +128,30 @@ def dont_know(text: str | None) -> bool:
         return False
     phrase = f" {' '.join(found)} "
     return any(f" {p} " in phrase for p in _DONT_KNOW)
+
+
+# Words by which a short question points back to what the learner said before it, and says
+# little else: at most one word of its own besides function words ("is that normal?", "how
+# do I stop it?"); "what time is it in Tokyo?" has two, and is a question of its own.
+_POINTING = frozenset("that it this those these them vay".split())
+_POINTING_VI = ("đó", "đấy", "vậy", "thế", "này")
+POINTING_WORDS = 10  # a follow-up question this short or shorter
+POINTING_OWN_WORDS = 1
+_ASKING_FIRST = frozenset("why how what when where which who is are do does did can could should would".split())
+
+
+def points_back(text: str) -> bool:
+    """A short question that points back to the learner's message before it (see above)."""
+    found = words(text)
+    if not 0 < len(found) <= POINTING_WORDS:
+        return False
+    lowered = f" {text.casefold()} "
+    own = sum(1 for token in tokens(text) if "_" not in token)  # words of its own (pairs are "a_b")
+    return own <= POINTING_OWN_WORDS and (
+        any(w in _POINTING for w in found) or any(f" {w} " in lowered or f" {w}?" in lowered for w in _POINTING_VI))
+
+
+def asks(text: str) -> bool:
+    """A question mark, an English question word first, or a Vietnamese question word."""
+    found, lowered = words(text), re.findall(r"\w+", text.casefold())
+    return "?" in text or (bool(found) and found[0] in _ASKING_FIRST) or any(w in lowered for w in ("sao", "gì", "nào"))

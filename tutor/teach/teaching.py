@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -56,7 +55,7 @@ from tutor.teach.feedback import (
     failed_block,
     feedback_block,
 )
-from tutor.teach.intent import SKIP_REPLY, classify, social
+from tutor.teach.intent import SKIP_REPLY, asks, classify, points_back, social
 from tutor.teach.judge_call import judge_with_model
 from tutor.teach.mastery import (
     CheckHistory,
@@ -69,9 +68,7 @@ from tutor.teach.mastery import (
     with_scores,
 )
 from tutor.teach.meaning import more_about, quoted_topic, said_words, shown_in
-from tutor.teach.retrieval import tokens
 from tutor.teach.understanding import understand_async
-from tutor.text import words
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
 
@@ -163,9 +160,14 @@ async def prepare(
     if learner.is_form:
         pass
     elif intent == "more":
-        # More about what the tutor just quoted (an answer to a question), else about the
-        # topic the conversation is on; a topic only glimpsed so far gives its own lesson first.
-        current = (quoted_topic(module, recent[-1]) if recent else None) or _current_topic(module, state, history)
+        # More about the topic the learner names ("tell me more about box breathing": of those
+        # named, the likeliest by meaning), else about what the tutor just quoted (an answer to a
+        # question), else the topic the conversation is on; a topic only glimpsed so far gives
+        # its own lesson first.
+        named = [p.topic_id for p in found or () if p.topic_id in detected] or [
+            t.id for t in module.topics if t.id in detected]
+        current = (named[0] if named else None) or (quoted_topic(module, recent[-1]) if recent else None) or \
+            _current_topic(module, state, history)
         passages = tuple(_passage(p) for p in more_about(module, current, shown=recent,
                                                          own=current not in state.covered)) if current else ()
     elif found is not None:
@@ -207,50 +209,26 @@ async def _understand(module: Module, text: str, open_check: tuple[Topic, Check]
     """What the message is doing, the passages that answer it and, for a share, what it is
     about (tutor.teach.shares), read by meaning (tutor.teach.understanding); None when the
     semantic layer is not installed (the rules and BM25 decide, as before). Passages come
-    only with intents that use them: a question, a share close to one, and a learner
-    seeking help, which the module's part on getting support speaks to.
+    only with intents that use them: a question, "tell me more" (which of the topics it
+    names it is about), a share close to one, and a learner seeking help, which the
+    module's part on getting support speaks to.
     `earlier`: the learner's message before this one. A short question that points back to
     it and says little of its own ("why do I do that?") is read with it; alone, it reads as
     off topic or as about whatever "that" most often is in the module."""
     check = open_check[1] if open_check else None
     try:
         read = await understand_async(module, text, check, k=PASSAGES)
-        if read.intent in ("off_topic", "question", "share") and earlier and _points_back(text):
+        if read.intent in ("off_topic", "question", "share") and earlier and points_back(text):
             both = await understand_async(module, f"{earlier[:1000]}\n{text}", check, k=PASSAGES)
             if not both.found.off_topic and both.intent in ("question", "share"):
-                read = replace(both, reading=replace(both.reading, intent="question" if _asks(text) else both.intent))
+                read = replace(both, reading=replace(both.reading, intent="question" if asks(text) else both.intent))
     except EmbedderUnavailable as exc:
         log.warning("reading the learner's message by words only: %s", exc)
         return None
     intent, kind = _FLOW.get(read.intent, read.intent), read.reading.kind
-    uses = intent == "question" or (intent == "share" and (read.found.relevance >= SHARE_FITS or kind == "help"))
+    uses = intent in ("question", "more") or (
+        intent == "share" and (read.found.relevance >= SHARE_FITS or kind == "help"))
     return intent, list(read.found.passages) if uses else [], kind
-
-
-# Words by which a short question points back to what the learner said before it, and says
-# little else: at most one word of its own besides function words ("is that normal?", "how
-# do I stop it?"); "what time is it in Tokyo?" has two, and is a question of its own.
-_POINTING = frozenset("that it this those these them vay".split())
-_POINTING_VI = ("đó", "đấy", "vậy", "thế", "này")
-POINTING_WORDS = 10  # a follow-up question this short or shorter
-POINTING_OWN_WORDS = 1
-_ASKING_FIRST = frozenset("why how what when where which who is are do does did can could should would".split())
-
-
-def _points_back(text: str) -> bool:
-    found = words(text)
-    if not 0 < len(found) <= POINTING_WORDS:
-        return False
-    lowered = f" {text.casefold()} "
-    own = sum(1 for token in tokens(text) if "_" not in token)  # words of its own (pairs are "a_b")
-    return own <= POINTING_OWN_WORDS and (
-        any(w in _POINTING for w in found) or any(f" {w} " in lowered or f" {w}?" in lowered for w in _POINTING_VI))
-
-
-def _asks(text: str) -> bool:
-    """A question mark, an English question word first, or a Vietnamese question word."""
-    found, lowered = words(text), re.findall(r"\w+", text.casefold())
-    return "?" in text or (bool(found) and found[0] in _ASKING_FIRST) or any(w in lowered for w in ("sao", "gì", "nào"))
 
 
 async def _judge(
