@@ -56,3 +56,17 @@ def test_a_question_about_another_subject_in_the_modules_words_is_not_the_module
     questions is in it. The first three were answered with a quote before it."""
     vector = embedder().embed([question])[0]
     assert understand(module, question, vector).intent == "off_topic"
+
+
+@pytest.mark.parametrize("module, question, topics", [
+    (ANXIETY, "how do I feel less anxious", {"slow_breathing", "behavioural_level", "self_compassion", "grounding"}),
+    (SLEEP, "how do I sleep better", {"vi_sao_can_ngu", "gio_giac_deu_dan", "lo_nghi_ban_dem", "nghi_thuc_buoi_toi"}),
+])
+def test_a_plain_question_about_the_module_worded_like_small_talk_is_answered(module, question, topics):
+    """The intent reader reads these as small talk (other subjects' "how do I …" questions pull
+    them); their best passage is close enough in meaning (understanding.CHAT_ON_TOPIC) that
+    they are questions about the module. Both were refused as off topic."""
+    vector = embedder().embed([question])[0]
+    read = understand(module, question, vector)
+    assert read.intent == "question", read
+    assert {p.topic_id for p in read.found.passages} & topics
