@@ -1,7 +1,8 @@
-"""Finding one's way in a lesson: "where was I?" is answered with the recap (what is covered,
-what comes next), and "go back" shows the topic before the one the lesson is on again, in
-English and Vietnamese. Before, "where was I?" was told the module does not cover it, and
-"go back to the previous topic" was taken as "continue" and asked a check. Real SQLite with
+"""Finding one's way in a lesson: "where was I?" and "what will I learn?" are answered with the
+recap (what is covered, what the module holds, what comes next), and "go back" shows the
+topic before the one the lesson is on again, in English and Vietnamese. Before, "where was
+I?" and "what skills will I learn?" were told the module does not cover them, and "go back
+to the previous topic" was taken as "continue" and asked a check. Real SQLite with
 migrations; the built-in tutor, and a loopback OpenAI-compatible server for a model."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def engine(store: Store) -> Engine:
 
 @pytest.mark.parametrize("text, intent", [
     ("where was I?", "summary"), ("where were we", "summary"), ("mình đang học đến đâu rồi", "summary"),
+    ("what skills will I learn?", "summary"), ("what's in this course?", "summary"), ("học phần này dạy gì", "summary"),
     ("go back to the previous topic", "back"), ("can we go back", "back"), ("quay lại bài trước đi", "back"),
     # longer messages are read as usual
     ("I want to go back to when I was a kid and nothing worried me", "answer"),
@@ -47,13 +49,14 @@ def test_the_topic_before_is_the_one_before_the_topic_taught_last():
     assert previous_topic(module, ProgressState(())) is None
 
 
-def test_where_was_i_gets_the_recap_not_a_refusal(engine):
+@pytest.mark.parametrize("asked", ["where was I?", "what skills will I learn?"])
+def test_where_was_i_and_what_will_i_learn_get_the_recap_not_a_refusal(engine, asked):
     conv = run(engine.open("ana", ANXIETY))
     run(engine.send(conv.id, LearnerInput(text="Continue")))
     run(engine.send(conv.id, LearnerInput(text="skip")))  # on to the second topic
-    result = run(engine.send(conv.id, LearnerInput(text="where was I?")))
+    result = run(engine.send(conv.id, LearnerInput(text=asked)))
     said = texts(result)
-    assert "You've covered 2 of 25 topics" in said, said
+    assert "You've covered 2 of 25 topics" in said and "Calming the body" in said, said
     assert "isn't something this module covers" not in said and "prepared answer" not in said
     assert result.progress.covered == ["anxiety_defined", "anxiety_vs_fear"]
 

@@ -27,12 +27,18 @@ _SKIP_FIRST = frozenset("skip pass later".split())
 _SKIP_PHRASES = ("not now", "maybe later", "move on", "no thanks", "bo qua")
 _RETRY_PHRASES = ("try again", "another go", "another try", "one more try", "let me try", "retry", "again please",
                   "ask me again", "thu lai")
-# "Where was I?" (the recap answers it) and "go back" (the topic before the one the lesson is
-# on), as short requests, question mark or not. Folded words.
-_WHERE_PHRASES = ("where was i", "where were we", "where am i", "where are we up to", "where are we at",
+# "Where was I?" and "what will I learn?" (the recap answers both: what is covered, what the
+# module holds, what comes next) and "go back" (the topic before the one the lesson is on), as
+# short requests, question mark or not. Folded words.
+_RECAP_PHRASES = ("where was i", "where were we", "where am i", "where are we up to", "where are we at",
                   "where did we stop", "where did i stop", "where did we leave off", "where did i leave off",
-                  "what was i doing",
-                  "dang o dau", "hoc den dau", "hoc toi dau", "dang hoc den dau", "dung o dau", "den dau roi")
+                  "what was i doing", "what will i learn", "what skills will i learn", "what am i going to learn",
+                  "what does this course cover", "what does this module cover", "what topics are in",
+                  "what is in this course", "what is in this module", "what s in this course", "what s in this module",
+                  "whats in this course", "whats in this module",
+                  "dang o dau", "hoc den dau", "hoc toi dau", "dang hoc den dau", "dung o dau", "den dau roi",
+                  "se hoc duoc gi", "se hoc gi", "hoc phan nay day gi", "khoa hoc nay day gi",
+                  "hoc phan nay co nhung", "khoa hoc nay co nhung", "hoc phan nay gom", "khoa hoc nay gom")
 _BACK_PHRASES = ("go back", "previous topic", "topic before", "last topic again", "back to the last topic",
                  "bai truoc", "phan truoc", "chu de truoc", "quay lai bai", "quay lai phan", "quay lai chu de")
 _MOVING_FIRST = frozenset("""continue next ok okay sure go ready done tell show explain review more teach
@@ -42,7 +48,7 @@ keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: 
 def classify(text: str | None, *, check_open: bool) -> str:
     """One of: social (a greeting, thanks or goodbye alone), stuck ("I don't know" alone, only
     when `check_open`), back (to the topic before), question, skip, retry, summary (also
-    "where was I?"), navigate, answer (only when `check_open`), other."""
+    "where was I?", "what will I learn?"), navigate, answer (only when `check_open`), other."""
     raw = text or ""
     if social(raw):
         return "social"
@@ -51,8 +57,8 @@ def classify(text: str | None, *, check_open: bool) -> str:
     found = words(raw)
     phrase = " ".join(found)
     short = len(found) <= SHORT_WORDS
-    if short and any(f" {p} " in f" {phrase} " for p in _WHERE_PHRASES):
-        return "summary"  # the recap says where they are and what comes next
+    if short and any(f" {p} " in f" {phrase} " for p in _RECAP_PHRASES):
+        return "summary"  # the recap says where they are, what the module holds and what comes next
     if short and any(f" {p} " in f" {phrase} " for p in _BACK_PHRASES):
         return "back"
     if "?" in raw or "\uff1f" in raw:
