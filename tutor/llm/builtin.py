@@ -67,11 +67,11 @@ __all__ = ["BuiltinTutor", "compose_reply", "markdown_blocks"]
 SKIP_REPLY = N_("Skip this check")
 SUMMARY_REPLY = N_("Show me a summary")
 CONTINUE_REPLY = N_("Continue")
-# Messages after which the lesson waits for the learner instead of moving on by itself: an
-# answer off topic or about medicine, more on the same topic, and a learner's own experience
-# heard (not followed at once by the next lesson), a greeting, thanks or goodbye, and "I don't
-# know" to a check (a hint, and the check again).
-_WAITS = ("off_topic", "medical", "more", "share", "social", "stuck")
+# Messages after which the lesson waits for the learner instead of moving on by itself: all
+# that is answered beside an open check (an answer off topic or about medicine, more on the
+# same topic, a learner's own experience heard, a greeting, thanks or goodbye, "I don't know")
+# but a question, whose quoted answer holds the lesson where it is anyway.
+_WAITS = tuple(i for i in ANSWERED_BESIDE_CHECK if i != "question")
 
 
 class BuiltinTutor:

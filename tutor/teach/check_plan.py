@@ -20,15 +20,15 @@ from tutor.llm.base import ANSWERED_BESIDE_CHECK, CheckData
 from tutor.progress import ProgressState
 from tutor.teach.mastery import CheckHistory
 
-# Messages after which the open check stays open (asked again below the reply), and those
-# the tutor answers without moving the lesson on.
-_KEEPS_CHECK = ("retry", *ANSWERED_BESIDE_CHECK)
-_ANSWERED = ("more", "off_topic", "medical", "social", "stuck")
 SPACING = 2  # turns of questions after which a waiting check comes below the answer
 # Messages that talk with the tutor about the material: answered (or heard) first, the
 # waiting check only after SPACING such turns, so a learner telling how they feel is not
 # met with a test.
 _CONVERSING = ("question", "share")
+# Messages after which the open check stays open (asked again below the reply), and those
+# the tutor answers without moving the lesson on (the rest of what is answered beside a check).
+_KEEPS_CHECK = ("retry", *ANSWERED_BESIDE_CHECK)
+_ANSWERED = tuple(i for i in ANSWERED_BESIDE_CHECK if i not in _CONVERSING)
 
 
 def plan_check(

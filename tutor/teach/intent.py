@@ -57,15 +57,15 @@ def classify(text: str | None, *, check_open: bool) -> str:
     found = words(raw)
     phrase = " ".join(found)
     short = len(found) <= SHORT_WORDS
-    if short and any(f" {p} " in f" {phrase} " for p in _RECAP_PHRASES):
+    if short and _says(phrase, _RECAP_PHRASES):
         return "summary"  # the recap says where they are, what the module holds and what comes next
-    if short and any(f" {p} " in f" {phrase} " for p in _BACK_PHRASES):
+    if short and _says(phrase, _BACK_PHRASES):
         return "back"
     if "?" in raw or "\uff1f" in raw:
         return "question"
     if short and (found[:1] and found[0] in _SKIP_FIRST or any(p in phrase for p in _SKIP_PHRASES)):
         return "skip"
-    if short and any(f" {p} " in f" {phrase} " for p in _RETRY_PHRASES):
+    if short and _says(phrase, _RETRY_PHRASES):
         return "retry"
     if short and ("summary" in found or " tom tat " in f" {phrase} "):  # "tóm tắt"
         return "summary"
@@ -74,6 +74,12 @@ def classify(text: str | None, *, check_open: bool) -> str:
     if not found:
         return "navigate"
     return "answer" if check_open else "other"
+
+
+def _says(phrase: str, phrases: tuple[str, ...]) -> bool:
+    """One of `phrases` is in `phrase` (folded words, one space apart) as whole words."""
+    padded = f" {phrase} "
+    return any(f" {p} " in padded for p in phrases)
 
 
 # A greeting, thanks or goodbye, and nothing else: the tutor replies in kind and the lesson
@@ -104,8 +110,8 @@ def social(text: str | None) -> str | None:
     found = words(text or "")
     if not found or len(found) > SOCIAL_WORDS or "?" in (text or "") or any(w not in _SOCIAL_WORDS for w in found):
         return None  # "is that useful?" asks something
-    phrase = f" {' '.join(found)} "
-    return next((kind for kind, phrases in _SOCIAL.items() if any(f" {p} " in phrase for p in phrases)), None)
+    phrase = " ".join(found)
+    return next((kind for kind, phrases in _SOCIAL.items() if _says(phrase, phrases)), None)
 
 
 # "I don't know" alone, said to an open check: the learner is stuck, not answering and not
@@ -132,8 +138,8 @@ def dont_know(text: str | None) -> bool:
         return False
     if any(w not in _DONT_KNOW_WORDS for w in found):
         return False
-    phrase = f" {' '.join(found)} "
-    return any(f" {p} " in phrase for p in _DONT_KNOW)
+    phrase = " ".join(found)
+    return _says(phrase, _DONT_KNOW)
 
 
 # Words by which a short question points back to what the learner said before it, and says

@@ -305,6 +305,8 @@ _SHARE_NOTES = {
     "progress": "  It reads as something that went well for them: be glad with them first.",
     "help": "  It reads as a step towards support (a doctor, a therapist, someone they trust): say it is a good step.",
 }
+
+
 def teaching_notes(teaching: TeachingContext) -> str:
     """What the app decided about this turn, for a model to follow ("" when nothing)."""
     lines: list[str] = []
