@@ -394,3 +394,17 @@ def test_a_check_answered_in_the_message_box_reads_answered_with_its_score_where
     view2 = run(engine.open("hal", MODULE))
     assert next(m for m in view2.messages if m.id == asked2.reply.id).form_states == {
         "check-anxiety_in_a_nutshell": {"status": "skipped"}}
+
+
+@pytest.mark.parametrize("text, topic", [
+    ("isnt self compassion just being soft on yourself", "Self-compassion"),
+    ("thở chậm có phải lúc nào cũng giúp bớt lo âu không", "Slow breathing"),
+])
+def test_a_question_worded_as_one_without_a_question_mark_is_answered_not_thanked_as_a_share(engine, text, topic):
+    """With no check open, a message worded as a question ("isn't …", "có phải … không") is
+    answered from the material, even when it has no question mark and the meaning reader
+    calls it a statement about oneself."""
+    conv = run(engine.open("qf", MODULE))
+    result = run(engine.send(conv.id, LearnerInput(text=text)))
+    assert "Thank you for sharing" not in texts(result)
+    assert topic in texts(result)

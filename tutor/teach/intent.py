@@ -16,7 +16,7 @@ from tutor.teach.retrieval import tokens
 from tutor.text import words
 
 __all__ = ["POINTING_OWN_WORDS", "POINTING_WORDS", "RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "asks",
-           "classify", "dont_know", "points_back", "social"]
+           "classify", "dont_know", "points_back", "question_form", "social"]
 
 SHORT_WORDS = 8
 SKIP_REPLY = "Skip this check"
@@ -167,3 +167,29 @@ def asks(text: str) -> bool:
     """A question mark, an English question word first, or a Vietnamese question word."""
     found, lowered = words(text), re.findall(r"\w+", text.casefold())
     return "?" in text or (bool(found) and found[0] in _ASKING_FIRST) or any(w in lowered for w in ("sao", "gì", "nào"))
+
+
+# A question by its form, question mark or not: an English question word or an inverted
+# auxiliary first ("isnt self compassion just being soft", "can kids do it too"), or a
+# Vietnamese question frame ("có phải … không", "tại sao", "bao lâu", a closing "không"/"chưa"
+# after "có"/"nên"/"được"). Folded words; "don't"/"do" are left out ("don't know what to do"
+# tells, "do a quiz" asks for something).
+_INVERTED_FIRST = _ASKING_FIRST - {"do"} | frozenset(
+    "isnt arent doesnt didnt cant couldnt wont wouldnt shouldnt will has have am".split())
+_VI_FRAMES = ("co phai", "tai sao", "vi sao", "lam sao", "the nao", "nhu the nao", "bao lau", "bao nhieu",
+              "bao gio", "o dau", "la gi")
+_VI_CLOSING = frozenset("khong ko k hong chua ha nhi chu".split())
+_VI_ASKING_BEFORE = frozenset("co nen duoc phai the".split())
+
+
+def question_form(text: str) -> bool:
+    """The message is worded as a question (see above), whatever it ends with."""
+    found = words(text)
+    if not found:
+        return False
+    if "?" in text or found[0] in _INVERTED_FIRST:
+        return True
+    phrase = " ".join(found)
+    if _says(phrase, _VI_FRAMES):
+        return True
+    return found[-1] in _VI_CLOSING and any(w in _VI_ASKING_BEFORE for w in found[:-1])

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tutor.teach.intent import classify as classify_by_rules
+from tutor.teach.intent import question_form
 from tutor.teach.meaning import Found, ModuleVectors, check_text, find, warm_vectors
 from tutor.teach.retrieval import warm as warm_words
 from tutor.teach.shares import share_kind
@@ -122,6 +123,8 @@ class IntentReader:
         acts = self.acts(text, vector)
         act = max(acts, key=acts.__getitem__)
         confidence = acts[act]
+        if check_vector is None and act in ("share", "statement") and question_form(text):
+            act = "question"  # "isnt self compassion just being soft on yourself"; to a check, "what if…" answers
         if check_vector is not None:
             close = float(vector @ check_vector)
             if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE and on_check_topic):
