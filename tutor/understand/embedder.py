@@ -32,6 +32,7 @@ import numpy as np
 
 from tutor.settings import EnvReader
 from tutor.understand.engine import WHEEL, EngineUnavailable, engine, engine_choice
+from tutor.understand.accents import restore, restorer
 
 __all__ = ["DIM", "Embedder", "EmbedderUnavailable", "embed_async", "embedder", "model_id", "run_embedding"]
 
@@ -135,7 +136,9 @@ class Embedder:
         if not missing:
             return out
         fresh = [text for text in missing if text.strip()]
-        found = dict(zip(fresh, self._encode(fresh))) if fresh else {}
+        # Plain Vietnamese is read with its diacritics restored (tutor.understand.accents):
+        # the model reads "mình mệt mỏi quá" far better than "minh met moi qua".
+        found = dict(zip(fresh, self._encode([restore(text) for text in fresh]))) if fresh else {}
         rows = [found.get(text, np.zeros(DIM, np.float32)) for text in missing]
         with self._lock:
             for (text, at), row in zip(missing.items(), rows):
@@ -188,6 +191,7 @@ def embedder() -> Embedder:
         with _load_lock:
             if _embedder is None:
                 _embedder = Embedder(handles=embed_threads())
+                restorer()  # counted now, not on a learner's first plain Vietnamese message
                 log.info("embedding model loaded: %s", _embedder.id)
     return _embedder
 
