@@ -64,7 +64,7 @@ def evaluate_shares(cases: list[ShareCase]) -> ShareReport:
     from tutor.understand import embedder
 
     report = ShareReport()
-    for case, vector in zip(cases, embedder().embed_many([c.text for c in cases])):
+    for case, vector in zip(cases, embedder().embed([c.text for c in cases])):
         got = share_kind(case.text, vector) or "plain"
         ok = got == case.kind
         report.n += 1

@@ -213,7 +213,7 @@ def evaluate_retrieval(module: Module, questions: list[Question], k: int = 3) ->
         start = time.perf_counter()
         index = Index.from_module(module)
         builds.append((time.perf_counter() - start) * 1000)
-    vectors = embedder().embed_many([q.text for q in questions])
+    vectors = embedder().embed([q.text for q in questions])  # as the app reads a message
     groups: dict[str, Tally] = {"all": Tally()}
     misses: list[dict[str, Any]] = []
     timings = []
@@ -273,7 +273,7 @@ def evaluate_intents(module: Module, cases: list[IntentCase], screen: Any = None
     from tutor.understand import embedder
 
     report = IntentReport()
-    vectors = embedder().embed_many([c.text for c in cases])
+    vectors = embedder().embed([c.text for c in cases])  # as the app reads a message
     for case, vector in zip(cases, vectors):
         found = module.find_check(case.check) if case.check else None
         check_vector = embedder().embed([check_text(found[1])])[0] if found else None
