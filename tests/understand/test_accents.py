@@ -47,3 +47,18 @@ def test_the_model_reads_a_plain_vietnamese_message_as_it_reads_it_written_with_
                                               "hôm nay trời đẹp, mình đi dạo công viên"])
     assert float(plain @ written) > 0.95
     assert float(plain @ written) > float(plain @ other) + 0.05
+
+
+def test_a_plain_vietnamese_question_finds_the_passage_its_written_twin_finds():
+    """"dien thoai truoc khi ngu co hai gi" read as typed led to the bedtime-routine topic;
+    restored, it finds the screens-and-light passage, as "điện thoại … có hại gì" does."""
+    import asyncio
+
+    from tutor.content.modules import load_library
+    from tutor.teach.understanding import understand_async
+
+    module = load_library().get("giac_ngu_lanh_manh")
+    for text in ("dien thoai truoc khi ngu co hai gi", "điện thoại trước khi ngủ có hại gì"):
+        read = asyncio.run(understand_async(module, text, None))
+        assert read.intent == "question"
+        assert read.found.passages[0].topic_id == "man_hinh_anh_sang", text
