@@ -3,8 +3,8 @@ while writing the learner-safety configuration (modules/safety/default.yaml).
 
 `check` validates a safety file and prints ``file:line: message`` problems (exit 1 on any).
 `eval` screens labelled sets — by default the project's own (evals/safety/messages.yaml),
-the development sets it is tuned on (dev.yaml, dev2.yaml, dev3.yaml) and the held-out sets
-never tuned on (holdout.yaml, holdout2.yaml) — and prints for each, per label, language and
+the development sets it is tuned on (dev.yaml to dev4.yaml) and the held-out sets never
+tuned on (holdout.yaml, holdout2.yaml, holdout3.yaml) — and prints for each, per label, language and
 kind, recall on crisis messages and the false-positive rate on ordinary ones, with the
 screen's CPU per message measured in this run; exit 1 when a set is below the goals
 (recall >= 90%, every plan, preparation, means, timing, farewell and attempt caught, false
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     evaluate = actions.add_parser("eval", help="recall and false positives of the offline screen on labelled sets")
     evaluate.add_argument("--set", dest="set_paths", type=Path, action="append",
                           help="labelled set, repeatable (default: evals/safety/messages.yaml, dev.yaml, "
-                               "dev2.yaml, dev3.yaml, holdout.yaml, holdout2.yaml); "
+                               "dev2.yaml, dev3.yaml, dev4.yaml, holdout.yaml, holdout2.yaml, holdout3.yaml); "
                                "a .json file is a public list rated 0-8 (user_query, Risk_level): "
                                "from 3 a crisis, 0-1 ordinary")
     evaluate.add_argument("--layers", choices=("both", "phrases", "semantic"), default="both",

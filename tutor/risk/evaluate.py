@@ -29,8 +29,8 @@ from tutor.risk._lines import parse_yaml
 from tutor.risk.config import REPO_ROOT, SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
 
-__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV_SET", "EVAL_SETS", "HOLDOUT2_SET", "HOLDOUT_SET",
-           "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError", "Report", "evaluate", "format_report",
+__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV4_SET", "DEV_SET", "EVAL_SETS", "HOLDOUT2_SET", "HOLDOUT3_SET",
+           "HOLDOUT_SET", "IMMINENT_KINDS", "LabelledMessage", "LabelledSetError", "Report", "evaluate", "format_report",
            "load_labelled_set", "load_rated_set"]
 
 DEFAULT_SET = REPO_ROOT / "evals" / "safety" / "messages.yaml"
@@ -43,8 +43,12 @@ HOLDOUT_SET = REPO_ROOT / "evals" / "safety" / "holdout.yaml"
 # neither the bank nor the other sets; the held-out one committed first and never tuned on.
 DEV3_SET = REPO_ROOT / "evals" / "safety" / "dev3.yaml"
 HOLDOUT2_SET = REPO_ROOT / "evals" / "safety" / "holdout2.yaml"
+# Twins again (another hand, without sight of the project), with heavy distress that holds no
+# wish to die among the look-alikes: the boundary the public C-SSRS vignettes found weakest.
+DEV4_SET = REPO_ROOT / "evals" / "safety" / "dev4.yaml"
+HOLDOUT3_SET = REPO_ROOT / "evals" / "safety" / "holdout3.yaml"
 # What `tutor safety eval` screens by default, in the order it prints them.
-EVAL_SETS = (DEFAULT_SET, DEV_SET, DEV2_SET, DEV3_SET, HOLDOUT_SET, HOLDOUT2_SET)
+EVAL_SETS = (DEFAULT_SET, DEV_SET, DEV2_SET, DEV3_SET, DEV4_SET, HOLDOUT_SET, HOLDOUT2_SET, HOLDOUT3_SET)
 MIN_RECALL = 0.90
 MAX_FALSE_POSITIVE_RATE = 0.03
 IMMINENT_KINDS = ("plan", "preparation", "means", "timing", "farewell", "attempt")
