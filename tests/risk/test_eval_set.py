@@ -95,11 +95,16 @@ def test_held_out_numbers_do_not_regress(config, path):
 # before any tuning, committed alone, never edited). Floors at what was measured, with two
 # messages of slack (the classifier's arithmetic may differ in the last bits on another CPU):
 #   messages.yaml 196/197 caught, 4/145 false positives
-#   dev.yaml      112/120, 2/120; plans, preparations, means, timing, farewells, attempts 39/42
-#   dev2.yaml     98/100, 8/100; 25/26 (written later, by someone who saw neither bank nor sets)
-#   dev3.yaml     76/80, 10/80; 36/40 (the twin of holdout2, written with it)
-#   holdout.yaml  128/150, 11/150; 32/44
+#   dev.yaml      111/120, 2/120; plans, preparations, means, timing, farewells, attempts 39/42
+#   dev2.yaml     98/100, 6/100; 25/26 (written later, by someone who saw neither bank nor sets)
+#   dev3.yaml     78/80, 8/80; 38/40 (the twin of holdout2, written with it)
+#   dev4.yaml     92/100, 16/100; 39/42 (the twin of holdout3, written with it)
+#   holdout.yaml  130/150, 5/150; 35/44
 #   holdout2.yaml 73/80, 13/80; 36/40 (written by someone who saw neither bank nor sets)
+#   holdout3.yaml 95/100, 7/100; 41/42 (likewise, with heavy distress among the look-alikes)
+# With plain Vietnamese restored and the distress and acute exemplars (2026-11-28), from: dev
+# 113/120, 1/120, 40/42; dev2 98, 8; dev3 76, 8, 36/40 (sic: 10 before the negators); dev4
+# 92, 26, 40/42; holdout 128, 9, 32/44; holdout2 73, 12, 36/40; holdout3 91, 16, 40/42.
 # Before the context exemplars (exemplars_*-context.yaml) and the attempt, farewell and bleeding
 # phrases they came with: dev 114/120, 2/120, 40/42; dev2 98/100, 12/100; dev3 74/80, 17/80,
 # 34/40; holdout 129/150, 13/150, 35/44 (the context exemplars cost the held-out set three of
@@ -112,7 +117,15 @@ def test_held_out_numbers_do_not_regress(config, path):
 # The goals (recall >= 90%, every imminent kind caught, <= 3% false positives) are not
 # met on the development or held-out sets: `tutor safety eval` says so, and these floors only
 # stop a regression.
-from tutor.risk.evaluate import DEV2_SET, DEV3_SET, DEV_SET, HOLDOUT2_SET, HOLDOUT_SET  # noqa: E402
+from tutor.risk.evaluate import (  # noqa: E402
+    DEV2_SET,
+    DEV3_SET,
+    DEV4_SET,
+    DEV_SET,
+    HOLDOUT2_SET,
+    HOLDOUT3_SET,
+    HOLDOUT_SET,
+)
 
 # Measured with the native embedding engine (tutor.understand.engine), which this suite's
 # machines run: first with its AVX-512 VNNI product, then again with the AVX2 product that
@@ -122,11 +135,13 @@ from tutor.risk.evaluate import DEV2_SET, DEV3_SET, DEV_SET, HOLDOUT2_SET, HOLDO
 # 128, held out 2 73 and 36), within SLACK.
 BOTH_LAYERS = {
     DEFAULT_SET: ((195, 197), (4, 145), (0, 0)),
-    DEV_SET: ((113, 120), (2, 120), (40, 42)),
-    DEV2_SET: ((98, 100), (8, 100), (25, 26)),
-    DEV3_SET: ((76, 80), (10, 80), (36, 40)),
-    HOLDOUT_SET: ((126, 150), (11, 150), (32, 44)),
-    HOLDOUT2_SET: ((72, 80), (13, 80), (35, 40)),
+    DEV_SET: ((111, 120), (2, 120), (39, 42)),
+    DEV2_SET: ((98, 100), (6, 100), (25, 26)),
+    DEV3_SET: ((78, 80), (8, 80), (38, 40)),
+    DEV4_SET: ((92, 100), (16, 100), (39, 42)),
+    HOLDOUT_SET: ((130, 150), (5, 150), (35, 44)),
+    HOLDOUT2_SET: ((73, 80), (13, 80), (36, 40)),
+    HOLDOUT3_SET: ((95, 100), (7, 100), (41, 42)),
 }
 SLACK = 2
 
@@ -164,8 +179,10 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # understated crisis exemplars (exemplars_*-understated.yaml): dev 28, held out 24. With the
 # low-mood exemplars (exemplars_*-lowmood.yaml): dev 22, held out 25. With the context
 # exemplars (exemplars_*-context.yaml): dev 25, held out 20. The dev files gained 111 answers
-# stated the wrong way round (answers_*_more.yaml): none of them flagged.
-LESSON_TALK = {"dev": (25, 657), "holdout": (20, 531)}
+# stated the wrong way round (answers_*_more.yaml): none of them flagged. With plain
+# Vietnamese restored: dev 22, held out 14; then with the distress and acute exemplars: dev
+# 18, held out 15.
+LESSON_TALK = {"dev": (18, 657), "holdout": (15, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))
