@@ -408,3 +408,24 @@ def test_a_question_worded_as_one_without_a_question_mark_is_answered_not_thanke
     result = run(engine.send(conv.id, LearnerInput(text=text)))
     assert "Thank you for sharing" not in texts(result)
     assert topic in texts(result)
+
+
+@pytest.mark.parametrize("text, asks", [
+    ("isnt self compassion just being soft on yourself", True),
+    ("can kids do the breathing too", True),
+    ("does coffee make it worse", True),
+    ("how come i shake before exams", True),
+    ("ngáy có phải lúc nào cũng nguy hiểm không", True),
+    ("co nen di kham khong", True),
+    # Chat drops its subjects: these tell, they do not ask.
+    ("can't sleep again, third night in a row", False),
+    ("did the breathing today and it helped", False),
+    ("could not sleep last night", False),
+    ("is so hard lately, everything piles up", False),
+    ("would love more examples", False),
+    ("mình không ngủ được", False),
+])
+def test_a_question_is_told_by_its_wording_not_by_a_first_word_alone(text, asks):
+    from tutor.teach.intent import question_form
+
+    assert question_form(text) is asks

@@ -169,13 +169,19 @@ def asks(text: str) -> bool:
     return "?" in text or (bool(found) and found[0] in _ASKING_FIRST) or any(w in lowered for w in ("sao", "gì", "nào"))
 
 
-# A question by its form, question mark or not: an English question word or an inverted
-# auxiliary first ("isnt self compassion just being soft", "can kids do it too"), or a
-# Vietnamese question frame ("có phải … không", "tại sao", "bao lâu", a closing "không"/"chưa"
-# after "có"/"nên"/"được"). Folded words; "don't"/"do" are left out ("don't know what to do"
-# tells, "do a quiz" asks for something).
-_INVERTED_FIRST = _ASKING_FIRST - {"do"} | frozenset(
-    "isnt arent doesnt didnt cant couldnt wont wouldnt shouldnt will has have am".split())
+# A question by its form, question mark or not: a question word first ("how come I shake"),
+# an auxiliary and then who it asks about ("can kids do it too", "should i stop coffee"), a
+# "be"/"does" and then the thing asked about ("isnt self compassion just being soft", "does
+# coffee make it worse"), or a Vietnamese question frame ("có phải … không", "tại sao", "bao
+# lâu", a closing "không"/"chưa" after "có"/"nên"/"được"). Chat drops its subjects, so an
+# auxiliary first is not enough: "can't sleep again", "did the breathing today and it
+# helped", "is so hard", "would love more examples" tell, not ask. Folded words.
+_QUESTION_WORDS = frozenset("why how what when where which who whats hows whys".split())
+_AUX_WHO = frozenset("can could should would will did do shall may might must".split())
+_WHO = frozenset("""i you it we they he she there this that these those u someone anyone everyone everybody
+anybody people kids children adults teens teenagers""".split())
+_AUX_WHAT = frozenset("is are isnt arent was were does doesnt shouldnt".split())
+_NOT_WHAT = frozenset("t not nt so too really just very still always never nothing been being gonna".split())
 _VI_FRAMES = ("co phai", "tai sao", "vi sao", "lam sao", "the nao", "nhu the nao", "bao lau", "bao nhieu",
               "bao gio", "o dau", "la gi")
 _VI_CLOSING = frozenset("khong ko k hong chua ha nhi chu".split())
@@ -187,7 +193,10 @@ def question_form(text: str) -> bool:
     found = words(text)
     if not found:
         return False
-    if "?" in text or found[0] in _INVERTED_FIRST:
+    first, second = found[0], found[1] if len(found) > 1 else ""
+    if "?" in text or first in _QUESTION_WORDS or (first in _AUX_WHO and second in _WHO):
+        return True
+    if first in _AUX_WHAT and second and second not in _NOT_WHAT and not second.endswith(("ing", "ed")):
         return True
     phrase = " ".join(found)
     if _says(phrase, _VI_FRAMES):
