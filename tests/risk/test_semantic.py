@@ -145,3 +145,27 @@ def test_an_authors_broken_exemplar_is_reported_with_file_and_line(tmp_path):
     assert "exemplars_en.yaml:3: a crisis exemplar needs `severity`" in message
     assert "exemplars_en.yaml:4: each exemplar needs a non-empty `text`" in message
     assert "exemplars_en.yaml:5: `label` must be none or one of ['self_harm']" in message
+
+
+def test_the_distress_reader_takes_back_doubtful_flags_of_distress_and_no_crisis(config, semantic):
+    """Heavy distress with no wish to die (evals/safety/dev4.yaml's look-alikes: a sacking,
+    a breakup, loneliness) is what the semantic layer mistook most; the distress reader
+    (tutor.risk.distress) takes back its doubtful flags there, and costs no crisis message of
+    the same set its flag."""
+    import dataclasses
+
+    from tutor.risk.evaluate import DEV4_SET, load_labelled_set
+
+    assert semantic.distress_reader is not None
+    without = dataclasses.replace(semantic, distress_reader=None)
+    messages = load_labelled_set(DEV4_SET, set(config.labels))
+    distress = [m.text for m in messages if m.kind == "distress"]
+    crisis = [m for m in messages if m.labels]
+    assert len(distress) >= 20 and len(crisis) >= 50
+    flagged_before = [t for t in distress if flags(t, config, without)]
+    flagged_now = [t for t in distress if flags(t, config, semantic)]
+    assert set(flagged_now) < set(flagged_before)
+    assert len(flagged_now) <= len(flagged_before) - 3
+    lost = [m.text for m in crisis if {f.label for f in flags(m.text, config, without)} & set(m.labels)
+            and not {f.label for f in flags(m.text, config, semantic)} & set(m.labels)]
+    assert lost == []

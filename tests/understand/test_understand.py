@@ -52,6 +52,17 @@ def test_word_features_ignore_case_and_diacritics_and_match_a_dense_product():
     assert np.allclose(rows.transposed_times(grad), dense.T @ grad)
 
 
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab cđ")), max_size=12), min_size=1, max_size=6),
+       st.data())
+def test_taking_rows_of_word_features_keeps_exactly_those_rows_in_that_order(texts, data):
+    rows = ngram_rows(texts)
+    picked = data.draw(st.lists(st.integers(0, len(texts) - 1), max_size=8))
+    taken = rows.take(picked)
+    weights = np.random.default_rng(3).normal(size=(1 << 14, 2))
+    assert taken.rows == len(picked)
+    assert np.allclose(taken.times(weights), ngram_rows([texts[i] for i in picked]).times(weights))
+
+
 def test_the_classifier_learns_a_separable_problem_and_is_deterministic():
     rng = np.random.default_rng(0)
     a, b = rng.normal(1.0, 0.3, size=(40, 8)), rng.normal(-1.0, 0.3, size=(40, 8))

@@ -14,7 +14,9 @@ says exactly ("gave away my cat, figured they should have her now" beside "gave 
 old books after graduating"). A window whose score reaches THRESHOLD raises a flag for the
 label with the most weight, and for a second label holding a good share of it (an overdose
 is self-harm and a medical emergency). The flag's evidence is the window (offsets +
-SHA-256, like every flag); its severity is the more likely of the label's two classes.
+SHA-256, like every flag); its severity is the more likely of the label's two classes. A
+window flagged without much confidence gets a second look from the distress reader
+(tutor.risk.distress): heavy distress with no wish to die is not flagged.
 
     semantic = load_semantic(bank_folder)        # vectors cached on disk, trained once
     reading = semantic.read(text, vectors)       # vectors: one per window (embed off the loop)
@@ -35,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from tutor.risk import distress
 from tutor.risk._lines import parse_yaml
 from tutor.risk.screen import Evidence, RiskFlag
 from tutor.understand import (
@@ -155,14 +158,17 @@ def course_exemplars(texts: Sequence[str], per_text: int = 40) -> list[Exemplar]
     return out
 
 
-def _training_texts(bank: Sequence[Exemplar]) -> tuple[list[str], list[str]]:
-    texts, targets = [], []
+def _training_texts(bank: Sequence[Exemplar]) -> tuple[list[str], list[str], list[str]]:
+    """Each exemplar's texts (with a Vietnamese one typed without diacritics too), with the
+    target and kind of each."""
+    texts, targets, kinds = [], [], []
     for ex in bank:
         variants = {ex.text, fold_accents(ex.text)} if not ex.text.isascii() else {ex.text}
         for text in sorted(variants):
             texts.append(text)
             targets.append(ex.target)
-    return texts, targets
+            kinds.append(ex.kind)
+    return texts, targets, kinds
 
 
 @dataclass(frozen=True)
@@ -221,6 +227,8 @@ class SemanticScreen:
     crisis: np.ndarray | None = field(default=None, repr=False)
     ordinary: np.ndarray | None = field(default=None, repr=False)
     crisis_labels: tuple[str, ...] = field(default=(), repr=False)  # the label of each crisis row
+    # The second look at a doubtful window: distress with no wish to die? (tutor.risk.distress)
+    distress_reader: SoftmaxClassifier | None = field(default=None, repr=False)
 
     def cosines(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Each window's cosines with the crisis exemplars and with the ordinary ones (None
@@ -255,15 +263,20 @@ class SemanticScreen:
         """Flags for `text`, given one vector per window of self.windows(text). A window
         holding an authored idiom or negation (`idioms`: spans the phrase layer matched as
         ordinary) is flagged only from IDIOM_THRESHOLD; one of fewer than SHORT_WORDS words is
-        not flagged (the phrases read it)."""
+        not flagged (the phrases read it), nor one under distress.GATE_BELOW that the distress
+        reader reads as distress with no wish to die."""
         spans = self.windows(text) if spans is None else spans
         if not spans:
             return Reading([])
         classes = self.classifier.classes
-        proba = self.classifier.proba(vectors, ngram_rows([text[a:b] for a, b in spans]))
+        words = ngram_rows([text[a:b] for a, b in spans])
+        proba = self.classifier.proba(vectors, words)
         risk = 1.0 - proba[:, classes.index(ORDINARY)]
         cosines = self.cosines(vectors)
         scores = self.scores(risk, cosines)
+        doubtful = (scores >= self.threshold) & (scores < distress.GATE_BELOW)
+        calm = (distress.risk_of(self.distress_reader, vectors, words) < distress.RISK_BELOW
+                if self.distress_reader is not None and doubtful.any() else np.zeros(len(spans), bool))
         labels = sorted({c.split("/")[0] for c in classes if c != ORDINARY})
         best: dict[str, tuple[float, int]] = {}
         for row, score in enumerate(scores):
@@ -271,6 +284,8 @@ class SemanticScreen:
             if len(text[start:end].split()) < SHORT_WORDS:
                 continue
             if score < (IDIOM_THRESHOLD if any(start <= a < end for a, _ in idioms) else self.threshold):
+                continue
+            if doubtful[row] and calm[row]:
                 continue
             confidence = float(1.0 / (1.0 + np.exp(-score)))
             mass = {lab: sum(proba[row, i] for i, c in enumerate(classes) if c.startswith(lab + "/"))
@@ -307,6 +322,12 @@ def _bank_version(model: str, bank: Sequence[Exemplar]) -> str:
     return digest[:16]
 
 
+def _distress_version(version: str, kinds: Sequence[str]) -> str:
+    digest = hashlib.sha256(json.dumps([version, distress.DISTRESS_KINDS, distress.TRAINING, list(kinds)])
+                            .encode("utf-8")).hexdigest()
+    return f"distress-{digest[:16]}"
+
+
 def load_semantic(folder: Path, labels: Sequence[str], course: Sequence[str] = ()) -> SemanticScreen | None:
     """The trained layer for the bank in `folder` (and `course`, the served modules' texts,
     as ordinary exemplars); None when the folder has no bank. Raises BankError for an
@@ -320,16 +341,23 @@ def load_semantic(folder: Path, labels: Sequence[str], course: Sequence[str] = (
         raise BankError(f"{folder}: the exemplar bank needs both crisis and ordinary ({ORDINARY}) exemplars")
     model = embedder()
     version = _bank_version(model.id, bank)
-    texts, targets = _training_texts(bank)
+    texts, targets, kinds = _training_texts(bank)
     vectors = VectorCache(model.id, "safety-exemplars").vectors(texts, model.embed_many)
+    words = ngram_rows(texts)
     classifier = _trained(version)
     if classifier is None:
-        classifier = train_softmax(vectors, targets, words=ngram_rows(texts), **TRAINING)
+        classifier = train_softmax(vectors, targets, words=words, **TRAINING)
         _keep_trained(version, classifier)
+    reader_version = _distress_version(version, kinds)
+    reader = _trained(reader_version)
+    if reader is None:
+        reader = distress.train_distress(vectors, targets, kinds, words, ORDINARY)
+        if reader is not None:
+            _keep_trained(reader_version, reader)
     crisis = np.array([t != ORDINARY for t in targets])
     return SemanticScreen(classifier, THRESHOLD, version, np.ascontiguousarray(vectors[crisis]),
                           np.ascontiguousarray(vectors[~crisis]),
-                          tuple(t.split("/")[0] for t in targets if t != ORDINARY))
+                          tuple(t.split("/")[0] for t in targets if t != ORDINARY), reader)
 
 
 def _trained_path(version: str) -> Path:

@@ -55,6 +55,13 @@ class SparseRows:
     def rows(self) -> int:
         return len(self.starts) - 1
 
+    def take(self, rows: Sequence[int]) -> SparseRows:
+        """These rows only, in the order given."""
+        pieces = [(self.starts[i], self.starts[i + 1]) for i in rows]
+        index = np.concatenate([np.arange(a, b) for a, b in pieces]) if pieces else np.zeros(0, np.int64)
+        starts = np.concatenate([[0], np.cumsum([b - a for a, b in pieces], dtype=np.int64)])
+        return SparseRows(self.cols[index], self.vals[index], starts.astype(np.int64))
+
     def row_ids(self) -> np.ndarray:
         return np.repeat(np.arange(self.rows), np.diff(self.starts))
 
