@@ -169,3 +169,39 @@ def test_the_distress_reader_takes_back_doubtful_flags_of_distress_and_no_crisis
     lost = [m.text for m in crisis if {f.label for f in flags(m.text, config, without)} & set(m.labels)
             and not {f.label for f in flags(m.text, config, semantic)} & set(m.labels)]
     assert lost == []
+
+
+@pytest.mark.parametrize("with_distress", [False, True])
+def test_an_authors_bank_gets_a_distress_reader_only_from_distress_exemplars(tmp_path, monkeypatch, with_distress):
+    """An author's own bank trains the distress reader when it has exemplars of heavy
+    distress (kind distress or low_mood) and screens without one when it has none; either
+    way the layer is trained once and loaded from the disk after."""
+    from tutor.risk.semantic import load_semantic
+
+    monkeypatch.setenv("TUTOR_CACHE_DIR", str(tmp_path / "cache"))
+    lines = ["exemplars:",
+             '  - {text: "I have the pills counted out and tonight I take them all", label: self_harm, severity: imminent}',
+             '  - {text: "I wish I could fall asleep and never wake up", label: self_harm, severity: serious}',
+             '  - {text: "this homework is killing me lol", label: none, kind: idiom}',
+             '  - {text: "see you next week, off on holiday", label: none, kind: goodbye}']
+    if with_distress:
+        lines += ['  - {text: "I lost my job today and I cannot stop shaking", label: none, kind: distress}',
+                  '  - {text: "everything feels heavy and grey this month", label: none, kind: low_mood}']
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    (bank / "exemplars_en.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    layer = load_semantic(bank, ["self_harm"])
+    assert (layer.distress_reader is not None) == with_distress
+    kept = sorted(p.name for p in (tmp_path / "cache" / "models").iterdir())
+    assert len(kept) == (2 if with_distress else 1)
+    again = load_semantic(bank, ["self_harm"])
+    assert sorted(p.name for p in (tmp_path / "cache" / "models").iterdir()) == kept
+    assert (again.distress_reader is not None) == with_distress
+    text = "I have the pills counted out and tonight I take them all"
+    assert layer.read(text, _vectors_of(text)).flags == again.read(text, _vectors_of(text)).flags
+
+
+def _vectors_of(text):
+    from tutor.understand import embedder, windows
+
+    return embedder().embed([text[a:b] for a, b in windows(text)])

@@ -343,17 +343,18 @@ def load_semantic(folder: Path, labels: Sequence[str], course: Sequence[str] = (
     version = _bank_version(model.id, bank)
     texts, targets, kinds = _training_texts(bank)
     vectors = VectorCache(model.id, "safety-exemplars").vectors(texts, model.embed_many)
-    words = ngram_rows(texts)
-    classifier = _trained(version)
-    if classifier is None:
-        classifier = train_softmax(vectors, targets, words=words, **TRAINING)
-        _keep_trained(version, classifier)
     reader_version = _distress_version(version, kinds)
-    reader = _trained(reader_version)
-    if reader is None:
-        reader = distress.train_distress(vectors, targets, kinds, words, ORDINARY)
-        if reader is not None:
-            _keep_trained(reader_version, reader)
+    classifier, reader = _trained(version), _trained(reader_version)
+    wants_reader = reader is None and any(kind in distress.DISTRESS_KINDS for kind in kinds)
+    if classifier is None or wants_reader:  # the word features only to train (a load keeps ~60 MB less)
+        words = ngram_rows(texts)
+        if classifier is None:
+            classifier = train_softmax(vectors, targets, words=words, **TRAINING)
+            _keep_trained(version, classifier)
+        if wants_reader:
+            reader = distress.train_distress(vectors, targets, kinds, words, ORDINARY)
+            if reader is not None:
+                _keep_trained(reader_version, reader)
     crisis = np.array([t != ORDINARY for t in targets])
     return SemanticScreen(classifier, THRESHOLD, version, np.ascontiguousarray(vectors[crisis]),
                           np.ascontiguousarray(vectors[~crisis]),
