@@ -182,6 +182,8 @@ def test_negations_cover_only_what_they_say(config, text):
     "mình không hề muốn chết, chỉ mệt vì thi cử thôi",
     "minh khong muon chet dau, chi met thoi",
     "em chưa bao giờ tự tử, chỉ hỏi cho bài tập",
+    "to be honest I'm not thinking about hurting myself, I'm just tired of this job",
+    "I'm not planning to kill myself, I only meant the exam week is brutal",
 ])
 def test_a_phrase_the_learner_denies_with_a_negator_is_not_a_crisis(config, text):
     assert screen(text, config) == []
@@ -195,6 +197,8 @@ def test_a_phrase_the_learner_denies_with_a_negator_is_not_a_crisis(config, text
     "i dont want to wake up. i want to die",
     "mình không muốn sống nữa",
     "không. mình muốn chết",
+    "I'm thinking about hurting myself",  # the thinking is not denied
+    "I'm not thinking about anything but killing myself",  # words between: the phrase is not denied
 ])
 def test_a_negator_denies_only_the_phrase_right_after_it(config, text):
     assert labels(text, config) == ["self_harm"]
