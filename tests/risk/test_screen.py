@@ -141,6 +141,19 @@ def test_a_game_lost_is_an_idiom_but_a_beating_at_home_is_not(config):
     assert labels("my brother beat me really badly at home yesterday", config) == ["abuse"]
 
 
+@pytest.mark.parametrize("text, abuse", [
+    ("dạo này đi học về là em nhốt mình trong phòng, không muốn nói chuyện với ai", False),
+    ("di hoc ve la nhot minh trong phong ca ngay", False),
+    ("bố nhốt mình trong phòng cả ngày không cho ăn", True),
+    ("bo nhot minh trong phong ca ngay khong cho an", True),
+    ("chồng nhốt tôi trong nhà, không cho ra ngoài", True),
+])
+def test_shutting_oneself_in_is_not_being_locked_in(config, text, abuse):
+    # "mình" is "me" and "oneself": "nhốt mình trong phòng" is withdrawing, unless someone
+    # does it to the learner
+    assert labels(text, config) == (["abuse"] if abuse else [])
+
+
 def test_the_longer_reading_wins_over_a_negation_inside_it(config):
     # "not suicidal" is a negation; the second clause is a crisis all the same
     flag = only_flag("I'm not suicidal, but lately I wish I were dead.", config, "self_harm")
