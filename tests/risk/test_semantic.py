@@ -150,8 +150,8 @@ def test_an_authors_broken_exemplar_is_reported_with_file_and_line(tmp_path):
 def test_the_distress_reader_takes_back_doubtful_flags_of_distress_and_no_crisis(config, semantic):
     """Heavy distress with no wish to die (evals/safety/dev4.yaml's look-alikes: a sacking,
     a breakup, loneliness) is what the semantic layer mistook most; the distress reader
-    (tutor.risk.distress) takes back its doubtful flags there, and costs no crisis message of
-    the same set its flag."""
+    (tutor.risk.distress) takes back its doubtful flags there, and no crisis message of the
+    same set loses its flag."""
     import dataclasses
 
     from tutor.risk.evaluate import DEV4_SET, load_labelled_set
