@@ -154,6 +154,20 @@ def test_shutting_oneself_in_is_not_being_locked_in(config, text, abuse):
     assert labels(text, config) == (["abuse"] if abuse else [])
 
 
+@pytest.mark.parametrize("text, emergency", [
+    ("when i panic i feel like i can't breathe, but then it goes away", False),
+    ("every time I have a panic attack it feels like I can't breathe", False),
+    ("mỗi lần hoảng loạn mình cảm thấy như không thở được", False),
+    ("moi lan hoang loan minh cam thay nhu khong tho duoc", False),
+    ("I can't breathe and my chest hurts", True),
+    ("i'm having a panic attack and i can't breathe", True),
+    ("khó thở, đau ngực, không thở được", True),
+])
+def test_breathlessness_told_as_how_panic_feels_is_the_lessons_not_an_emergency(config, text, emergency):
+    # the anxiety course's own subject; breathlessness happening now stays an emergency
+    assert labels(text, config) == (["medical_emergency"] if emergency else [])
+
+
 def test_the_longer_reading_wins_over_a_negation_inside_it(config):
     # "not suicidal" is a negation; the second clause is a crisis all the same
     flag = only_flag("I'm not suicidal, but lately I wish I were dead.", config, "self_harm")
