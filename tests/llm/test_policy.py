@@ -160,6 +160,26 @@ def test_complete_reply_at_length_limit_is_accepted_but_flagged(openai_server):
     assert result.parsed.outcome == "valid" and "truncated" in result.flags and len(result.attempts) == 1
 
 
+def test_a_bounded_json_schema_reply_at_the_limit_is_reasked_not_shown(openai_server):
+    # json_schema on an OpenAI-compatible server sends a schema bounded to fit max_tokens:
+    # a reply that still reaches the limit wrote text the bound does not price, and is not a
+    # lesson however well it repairs (json_object, above, keeps the repaired reply)
+    cut = wire.tutor_json()[:150]
+    openai_server.script(wire.openai_reply(cut, finish_reason="length"),
+                         wire.openai_reply(wire.tutor_json("A fresh reply")))
+    result = turn(openai_server, request("json_schema"))
+    assert len(result.attempts) == 2 and result.attempts[0].outcome == "invalid"
+    assert "truncated" in result.attempts[0].flags and "reasked" in result.flags
+    assert result.parsed.outcome == "valid" and "truncated" not in result.flags
+
+
+def test_a_bounded_json_schema_reply_at_the_limit_twice_fails_closed(openai_server):
+    cut = wire.tutor_json()[:150]
+    openai_server.script(wire.openai_reply(cut, finish_reason="length"), wire.openai_reply(cut, finish_reason="length"))
+    result = turn(openai_server, request("json_schema"))
+    assert {"truncated", "needs_review"} <= set(result.flags)
+
+
 def test_server_errors_are_retried_with_backoff_then_succeed(openai_server):
     openai_server.script(wire.error(500), wire.error(502), wire.openai_reply(wire.tutor_json()))
     delays: list[float] = []

@@ -79,6 +79,11 @@ class OpenAIProvider(HTTPProvider):
             self._markers = template_markers(self.settings)
         return self._markers or ()
 
+    def bounds_reply(self, request: CompletionRequest) -> bool:
+        """The tutor's reply is sent a schema bounded to fit `request.max_tokens`
+        (tutor.llm.schema): json_schema, on any server but OpenAI's own."""
+        return request.strategy == "json_schema" and request.contract is None and not self._openai_itself
+
     async def complete(self, request: CompletionRequest) -> Completion:
         markers = self._stops(request)
         if self.settings.stream:

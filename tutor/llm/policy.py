@@ -237,6 +237,8 @@ class _Turn:
         if scrubbed:
             completion = replace(completion, text=clean)
         result = classify(completion, self.sent)
+        if result.usable and _past_the_bound(self.provider, request, completion):
+            result = replace(result, problem="truncated")
         tokens_in, tokens_out, flags = completion.tokens_in, completion.tokens_out, []
         if not tokens_in and not tokens_out:  # no usage: a local server, or a stream we cut
             # The estimate is deliberately high, but a server never writes past max_tokens.
@@ -351,6 +353,17 @@ async def run_turn(
         extra.append(check2.flag or "budget")
     completion = next((t.completion for t in tries if t.completion is not None), None)
     return turn.result(fallback(tries, fallback_suggestion, *extra), completion, operator_message)
+
+
+def _past_the_bound(provider: Provider, request: CompletionRequest, completion: Completion) -> bool:
+    """A reply that reached max_tokens under a schema bounded to fit it (the provider's
+    `bounds_reply`: json_schema on an OpenAI-compatible server, tutor.llm.schema). Every
+    reply of real text fits, so this one wrote what the bound does not price (runs of
+    escapes, whitespace, one character or digits). However well it repairs, it is not a
+    lesson: it is re-asked, like a reply cut for looping, and fails closed if the re-ask is
+    no better."""
+    bounds = getattr(provider, "bounds_reply", None)
+    return completion.finish_reason == "length" and bounds is not None and bool(bounds(request))
 
 
 def _late(turn: _Turn) -> str | None:
