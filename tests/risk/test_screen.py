@@ -141,31 +141,26 @@ def test_a_game_lost_is_an_idiom_but_a_beating_at_home_is_not(config):
     assert labels("my brother beat me really badly at home yesterday", config) == ["abuse"]
 
 
-@pytest.mark.parametrize("text, abuse", [
-    ("dạo này đi học về là em nhốt mình trong phòng, không muốn nói chuyện với ai", False),
-    ("di hoc ve la nhot minh trong phong ca ngay", False),
-    ("bố nhốt mình trong phòng cả ngày không cho ăn", True),
-    ("bo nhot minh trong phong ca ngay khong cho an", True),
-    ("chồng nhốt tôi trong nhà, không cho ra ngoài", True),
+# Read as the lesson's, not a crisis, unless the reading of a crisis is there too: "mình"
+# is "me" and "oneself" ("nhốt mình trong phòng" is withdrawing, unless someone does it to
+# the learner); breathlessness told as how panic feels is the anxiety course's own subject,
+# while breathlessness happening now stays an emergency.
+@pytest.mark.parametrize("text, expected", [
+    ("dạo này đi học về là em nhốt mình trong phòng, không muốn nói chuyện với ai", []),
+    ("di hoc ve la nhot minh trong phong ca ngay", []),
+    ("bố nhốt mình trong phòng cả ngày không cho ăn", ["abuse"]),
+    ("bo nhot minh trong phong ca ngay khong cho an", ["abuse"]),
+    ("chồng nhốt tôi trong nhà, không cho ra ngoài", ["abuse"]),
+    ("when i panic i feel like i can't breathe, but then it goes away", []),
+    ("every time I have a panic attack it feels like I can't breathe", []),
+    ("mỗi lần hoảng loạn mình cảm thấy như không thở được", []),
+    ("moi lan hoang loan minh cam thay nhu khong tho duoc", []),
+    ("I can't breathe and my chest hurts", ["medical_emergency"]),
+    ("i'm having a panic attack and i can't breathe", ["medical_emergency"]),
+    ("khó thở, đau ngực, không thở được", ["medical_emergency"]),
 ])
-def test_shutting_oneself_in_is_not_being_locked_in(config, text, abuse):
-    # "mình" is "me" and "oneself": "nhốt mình trong phòng" is withdrawing, unless someone
-    # does it to the learner
-    assert labels(text, config) == (["abuse"] if abuse else [])
-
-
-@pytest.mark.parametrize("text, emergency", [
-    ("when i panic i feel like i can't breathe, but then it goes away", False),
-    ("every time I have a panic attack it feels like I can't breathe", False),
-    ("mỗi lần hoảng loạn mình cảm thấy như không thở được", False),
-    ("moi lan hoang loan minh cam thay nhu khong tho duoc", False),
-    ("I can't breathe and my chest hurts", True),
-    ("i'm having a panic attack and i can't breathe", True),
-    ("khó thở, đau ngực, không thở được", True),
-])
-def test_breathlessness_told_as_how_panic_feels_is_the_lessons_not_an_emergency(config, text, emergency):
-    # the anxiety course's own subject; breathlessness happening now stays an emergency
-    assert labels(text, config) == (["medical_emergency"] if emergency else [])
+def test_the_lessons_own_readings_and_the_crisis_beside_them(config, text, expected):
+    assert labels(text, config) == expected
 
 
 def test_the_longer_reading_wins_over_a_negation_inside_it(config):

@@ -16,9 +16,8 @@ touched: the reader can only take back a doubtful flag of the semantic layer.
 Both settings were chosen on the development sets (evals/safety/dev*.yaml and
 messages.yaml, with ordinary lesson talk): false alarms 36 -> 31 of 545 ordinary messages,
 heavy-distress look-alikes of dev4 10 -> 5 of 30, no crisis message lost, lesson talk
-unchanged. From RISK_BELOW
-0.4 up, plans were lost ("Trượt nữa là em không ở lại đâu, em quyết rồi"); adding the
-bank's negations ("I'd never hurt myself") to the distress side taught the reader that the
+unchanged. From RISK_BELOW 0.4 up, plans were lost ("Trượt nữa là em không ở lại đâu, em
+quyết rồi"); adding the bank's negations ("I'd never hurt myself") to the distress side taught the reader that the
 words of a crisis mean distress, and lost five crisis messages.
 """
 
