@@ -417,6 +417,9 @@ def test_a_question_worded_as_one_without_a_question_mark_is_answered_not_thanke
     ("how come i shake before exams", True),
     ("ngáy có phải lúc nào cũng nguy hiểm không", True),
     ("co nen di kham khong", True),
+    ("hôm nay ngày mấy", True),
+    ("vậy ngủ trưa thì sao", True),
+    ("tối nay ăn gì", True),
     # Chat drops its subjects: these tell, they do not ask.
     ("can't sleep again, third night in a row", False),
     ("did the breathing today and it helped", False),
@@ -424,8 +427,24 @@ def test_a_question_worded_as_one_without_a_question_mark_is_answered_not_thanke
     ("is so hard lately, everything piles up", False),
     ("would love more examples", False),
     ("mình không ngủ được", False),
+    # "không … gì / nào" is "nothing / none", not a question
+    ("mấy hôm nay mình không ăn gì", False),
+    ("tối qua chẳng ngủ được chút nào", False),
 ])
 def test_a_question_is_told_by_its_wording_not_by_a_first_word_alone(text, asks):
     from tutor.teach.intent import question_form
 
     assert question_form(text) is asks
+
+
+def test_an_aside_worded_as_a_question_is_not_scored_as_the_answer_to_the_open_check(engine, store):
+    """Short Vietnamese messages all sit close in meaning to a short check, so "what's the
+    date today" was scored as the learner's answer (0/10). One worded as a question is not
+    an answer; the check stays open and an answer is scored."""
+    conv = run(engine.open("lan", "giac_ngu_lanh_manh"))
+    asked = run(engine.send(conv.id, LearnerInput(text="tiếp tục")))
+    assert form_ids(asked) == ["check-ngu_de_lam_gi"]
+    result = run(engine.send(conv.id, LearnerInput(text="hôm nay ngày mấy")))
+    assert attempts(store) == [], texts(result)
+    answered = run(engine.send(conv.id, LearnerInput(text="ngủ giúp cơ thể hồi phục và não ghi nhớ bài học")))
+    assert len(attempts(store)) == 1, texts(answered)

@@ -173,7 +173,8 @@ def asks(text: str) -> bool:
 # an auxiliary and then who it asks about ("can kids do it too", "should i stop coffee"), a
 # "be"/"does" and then the thing asked about ("isnt self compassion just being soft", "does
 # coffee make it worse"), or a Vietnamese question frame ("có phải … không", "tại sao", "bao
-# lâu", a closing "không"/"chưa" after "có"/"nên"/"được"). Chat drops its subjects, so an
+# lâu", a closing "không"/"chưa" after "có"/"nên"/"được", or a closing "mấy", "gì", "nào",
+# "sao" with no negation before it: "không ăn gì" is "ate nothing"). Chat drops its subjects, so an
 # auxiliary first is not enough: "can't sleep again", "did the breathing today and it
 # helped", "is so hard", "would love more examples" tell, not ask. Folded words.
 _QUESTION_WORDS = frozenset("why how what when where which who whats hows whys".split())
@@ -186,6 +187,8 @@ _VI_FRAMES = ("co phai", "tai sao", "vi sao", "lam sao", "the nao", "nhu the nao
               "bao gio", "o dau", "la gi")
 _VI_CLOSING = frozenset("khong ko k hong chua ha nhi chu".split())
 _VI_ASKING_BEFORE = frozenset("co nen duoc phai the".split())
+_VI_ASKING_LAST = frozenset("may gi nao sao".split())
+_VI_NEGATORS = frozenset("khong ko chang cha chua".split())
 
 
 def question_form(text: str) -> bool:
@@ -200,5 +203,7 @@ def question_form(text: str) -> bool:
         return True
     phrase = " ".join(found)
     if _says(phrase, _VI_FRAMES):
+        return True
+    if len(found) > 1 and found[-1] in _VI_ASKING_LAST and not any(w in _VI_NEGATORS for w in found[:-1]):
         return True
     return found[-1] in _VI_CLOSING and any(w in _VI_ASKING_BEFORE for w in found[:-1])

@@ -7,7 +7,8 @@ share, chat unrelated to learning, or a medical question. The module decides the
 
 - with a check open, a statement is the learner's answer; so is a message the classifier
   calls a share or chat whose meaning is close to the check (its question, key points and
-  example answer) and whose best passage is the check's topic's — "my heart pounds and I
+  example answer), whose best passage is the check's topic's and which is not worded as a
+  question (tutor.teach.intent.question_form: "hôm nay ngày mấy") — "my heart pounds and I
   sweat" answers "what happens in your body?", while "I tried switching my phone off
   before bed and slept much better" (about screens) does not answer "what does sleep do
   for the body?";
@@ -126,9 +127,16 @@ class IntentReader:
         if check_vector is None and act in ("share", "statement") and question_form(text):
             act = "question"  # "isnt self compassion just being soft on yourself"; to a check, "what if…" answers
         if check_vector is not None:
+            # Near the check in meaning but worded as a question ("hôm nay ngày mấy", "tối
+            # nay ăn gì"): short messages all sit close to a short check, so the wording
+            # decides; a statement is still an answer ("what if…" answers start so).
+            asked = act in ("share", "chat") and question_form(text)
             close = float(vector @ check_vector)
-            if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE and on_check_topic):
+            if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE and on_check_topic
+                                      and not asked):
                 return Reading("answer", act, confidence)
+            if asked and act == "share":
+                act = "question"
         if act == "chat" and topic_share < TOPIC_SURE and (off_topic or relevance < CHAT_ON_TOPIC):
             return Reading("off_topic", act, confidence)
         if act == "chat":  # small talk in form, but about one of the module's topics ("What is GAD?")
