@@ -1,7 +1,7 @@
 """Progress: which topics a learner has seen and mastered, milestones. Pure functions, and
 the server's word is final.
 
-Two measures per learner and topic (README, "Progress: seen and mastered"):
+Two measures per learner and topic (docs/authoring.md, "Progress: seen and mastered"):
 
 - **seen**: the tutor showed the topic, or the learner engaged with it over a turn. The
   evidence is the server's, from the turn as a whole, never from the learner's words alone:

@@ -124,7 +124,7 @@ def test_a_crisis_at_the_end_of_a_long_message_is_found_in_its_own_window(config
 def test_a_plan_inside_a_long_message_of_lesson_talk_is_still_flagged(config, semantic, text):
     # A plan in plain words is flagged wherever it sits among ordinary sentences: a message
     # read in several windows must not ask more of the one that holds it (a threshold raised
-    # by ln(windows) missed two of these three; see README, "tried, not kept").
+    # by ln(windows) missed two of these three; see docs/safety.md, "The second development set").
     before = "Thanks for the lesson on sleep, the part about keeping the same wake-up time made sense to me. " * 3
     after = " Anyway, what was the name of the breathing exercise with the long out-breath? " * 3
     found = flags(before + text + after, config, semantic)

@@ -18,8 +18,8 @@ without Redis) — there the state object is the tab's own, so each update:
   it), so the state knows what the page shows: a view loaded again and the turn's end
   (`StreamFeed.clear`) empty exactly those slots.
 With Redis the state lives there between events and another worker may hold the tab, so the
-updates go through the state as before. Measured: README, "Preview updates outside the
-tab's lock".
+updates go through the state as before. Measured: docs/benchmarks.md, "Preview updates
+outside the tab's lock".
 """
 
 from __future__ import annotations
