@@ -418,6 +418,8 @@ def test_a_question_worded_as_one_without_a_question_mark_is_answered_not_thanke
     ("ngáy có phải lúc nào cũng nguy hiểm không", True),
     ("co nen di kham khong", True),
     ("hôm nay ngày mấy", True),
+    ("ok quick one, can kids do it too", True),  # a clause of its own asks
+    ("right, is that normal", True),
     ("vậy ngủ trưa thì sao", True),
     ("tối nay ăn gì", True),
     # Chat drops its subjects: these tell, they do not ask.
@@ -429,6 +431,7 @@ def test_a_question_worded_as_one_without_a_question_mark_is_answered_not_thanke
     ("mình không ngủ được", False),
     # "không … gì / nào" is "nothing / none", not a question
     ("mấy hôm nay mình không ăn gì", False),
+    ("honestly, so tired, cant sleep again", False),
     ("tối qua chẳng ngủ được chút nào", False),
 ])
 def test_a_question_is_told_by_its_wording_not_by_a_first_word_alone(text, asks):
@@ -448,3 +451,39 @@ def test_an_aside_worded_as_a_question_is_not_scored_as_the_answer_to_the_open_c
     assert attempts(store) == [], texts(result)
     answered = run(engine.send(conv.id, LearnerInput(text="ngủ giúp cơ thể hồi phục và não ghi nhớ bài học")))
     assert len(attempts(store)) == 1, texts(answered)
+
+
+def test_a_short_answer_the_meaning_reader_takes_for_a_question_is_judged_when_not_worded_as_one(engine, store):
+    """"ngủ để cơ thể nghỉ ngơi" (sleep lets the body rest) to "what do the body and brain do
+    in sleep?" reads to the meaning reader as a question about sleep, and was pointed back to
+    the lesson ("it's above") instead of judged. Said to an open check, close to it and not
+    worded as a question, it is the learner's answer."""
+    conv = run(engine.open("mai", "giac_ngu_lanh_manh"))
+    run(engine.send(conv.id, LearnerInput(text="tiếp tục")))
+    result = run(engine.send(conv.id, LearnerInput(text="ngủ để cơ thể nghỉ ngơi")))
+    assert len(attempts(store)) == 1, texts(result)
+    assert "Bạn được" in texts(result)
+
+
+def test_a_personal_share_the_module_has_nothing_on_is_heard_not_called_off_topic(engine):
+    """A learner saying they have felt low lately is not asking about anything outside the
+    module: they get a warm acknowledgement and the way on, not "this module doesn't cover
+    that"."""
+    conv = run(engine.open("ngoc", "giac_ngu_lanh_manh"))
+    result = run(engine.send(conv.id, LearnerInput(text="dạo này mình buồn lắm, chẳng muốn làm gì")))
+    said = texts(result)
+    assert "không nói về điều đó" not in said and "Cảm ơn bạn đã kể với mình" in said, said
+
+
+@pytest.mark.parametrize("module, text, reply", [
+    ("giac_ngu_lanh_manh", "mình không biết", "Không sao đâu, mình cứ từ từ nhé."),
+    (MODULE, "I don't know", "That's okay, there's no rush."),
+])
+def test_i_dont_know_with_no_check_open_is_met_with_the_way_on_not_quotes(engine, store, module, text, reply):
+    """With no check open, "I don't know" is the learner unsure what to do next: it was read
+    as a question and answered with unrelated passages (when to see a doctor)."""
+    conv = run(engine.open("vy", module))
+    result = run(engine.send(conv.id, LearnerInput(text=text)))
+    assert texts(result).startswith(reply), texts(result)
+    assert "Trích từ" not in texts(result) and "From *" not in texts(result)
+    assert attempts(store) == []

@@ -33,6 +33,7 @@ _SOCIAL_REPLIES = {
     "thanks": N_("You're welcome. I'm glad it helps."),
     "goodbye": N_("Goodbye for now. Your progress is saved, so we can pick up right here next time."),
     "laugh": N_("Glad that made you smile."),
+    "unsure": N_("That's okay, there's no rush."),
 }
 # What the learner shared is acknowledged for what it is (TeachingContext.kind): plain
 # background is thanked for, as before.

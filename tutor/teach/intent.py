@@ -16,7 +16,7 @@ from tutor.teach.retrieval import tokens
 from tutor.text import words
 
 __all__ = ["POINTING_OWN_WORDS", "POINTING_WORDS", "RETRY_REPLY", "SHORT_WORDS", "SKIP_REPLY", "SUMMARY_REPLY", "asks",
-           "classify", "dont_know", "points_back", "question_form", "social"]
+           "classify", "dont_know", "points_back", "question_form", "small_talk", "social"]
 
 SHORT_WORDS = 8
 SKIP_REPLY = "Skip this check"
@@ -46,14 +46,14 @@ keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: 
 
 
 def classify(text: str | None, *, check_open: bool) -> str:
-    """One of: social (a greeting, thanks or goodbye alone), stuck ("I don't know" alone, only
-    when `check_open`), back (to the topic before), question, skip, retry, summary (also
+    """One of: social (a greeting, thanks or goodbye alone, or "I don't know" alone with no
+    check open), stuck ("I don't know" alone, only when `check_open`), back (to the topic before), question, skip, retry, summary (also
     "where was I?", "what will I learn?"), navigate, answer (only when `check_open`), other."""
     raw = text or ""
     if social(raw):
         return "social"
-    if check_open and dont_know(raw):
-        return "stuck"
+    if dont_know(raw):  # to an open check: stuck; with none, the learner is unsure what next
+        return "stuck" if check_open else "social"
     found = words(raw)
     phrase = " ".join(found)
     short = len(found) <= SHORT_WORDS
@@ -100,6 +100,12 @@ really super guys tutor teacher friend good great nice and now today tomorrow th
 nha nhe ha ban nhieu nhiu lam minh em anh chi co thay moi nguoi oi vay ne""".split())
 _SOCIAL_WORDS = frozenset(w for phrases in _SOCIAL.values() for p in phrases for w in p.split()) | _SOCIAL_FILLER
 SOCIAL_WORDS = 8  # at most this many words
+
+
+def small_talk(text: str | None) -> str | None:
+    """What a message read as small talk is: social()'s kinds, or "unsure" for "I don't
+    know" alone with no check open (the learner is not sure what to do next)."""
+    return social(text) or ("unsure" if dont_know(text or "") else None)
 
 
 def social(text: str | None) -> str | None:
@@ -191,15 +197,25 @@ _VI_ASKING_LAST = frozenset("may gi nao sao".split())
 _VI_NEGATORS = frozenset("khong ko chang cha chua".split())
 
 
+_CLAUSE = re.compile(r"[,;:.!]+")  # "before i answer, does everyone get all three"
+
+
+def _asks_first(clause: str) -> bool:
+    found = words(clause)
+    if not found:
+        return False
+    first, second = found[0], found[1] if len(found) > 1 else ""
+    if first in _QUESTION_WORDS or (first in _AUX_WHO and second in _WHO):
+        return True
+    return first in _AUX_WHAT and bool(second) and second not in _NOT_WHAT and not second.endswith(("ing", "ed"))
+
+
 def question_form(text: str) -> bool:
     """The message is worded as a question (see above), whatever it ends with."""
     found = words(text)
     if not found:
         return False
-    first, second = found[0], found[1] if len(found) > 1 else ""
-    if "?" in text or first in _QUESTION_WORDS or (first in _AUX_WHO and second in _WHO):
-        return True
-    if first in _AUX_WHAT and second and second not in _NOT_WHAT and not second.endswith(("ing", "ed")):
+    if "?" in text or any(_asks_first(clause) for clause in _CLAUSE.split(text)):
         return True
     phrase = " ".join(found)
     if _says(phrase, _VI_FRAMES):

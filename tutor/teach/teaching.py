@@ -55,7 +55,7 @@ from tutor.teach.feedback import (
     failed_block,
     feedback_block,
 )
-from tutor.teach.intent import SKIP_REPLY, asks, classify, points_back, social
+from tutor.teach.intent import SKIP_REPLY, asks, classify, points_back, small_talk
 from tutor.teach.judge_call import judge_with_model
 from tutor.teach.mastery import (
     CheckHistory,
@@ -186,7 +186,7 @@ async def prepare(
         tried = any(check_id == ask.check_id for check_id, _ in history.scored)
         plan.ask_form = check_form(found[1], found[0].title, again=tried, language=module.language)
     if intent == "social":
-        kind = social(learner.text) or ""
+        kind = small_talk(learner.text) or ""
     hint = ""
     if intent == "stuck" and ask is not None:  # "I don't know": a way in; the check is asked again below
         hint = next_step(module.find_check(ask.check_id)[1], translator(module.language))

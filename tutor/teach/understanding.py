@@ -12,9 +12,13 @@ share, chat unrelated to learning, or a medical question. The module decides the
   sweat" answers "what happens in your body?", while "I tried switching my phone off
   before bed and slept much better" (about screens) does not answer "what does sleep do
   for the body?";
-- a question, a share or a statement the topic reader places outside the module
-  (tutor.teach.meaning) is off topic, and so is chat, unless the topic reader is sure it is
-  about one of the module's topics ("What is GAD?");
+- so is a message the classifier calls a question that is close to the check in the same
+  way and not worded as one ("ngủ để cơ thể nghỉ ngơi" to "what do body and brain do in
+  sleep?");
+- a question or a statement the topic reader places outside the module (tutor.teach.meaning)
+  is off topic, and so is chat, unless the topic reader is sure it is about one of the
+  module's topics ("What is GAD?"); a share is not: it asks nothing, and is heard as one
+  ("I've felt low lately and don't want to do anything");
 - medicines, doses and diagnoses get the module's "ask your doctor" reply.
 
 Rules stay only as a backstop for a message too short to read ("ok", "?", a quick reply the
@@ -135,13 +139,15 @@ class IntentReader:
             if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE and on_check_topic
                                       and not asked):
                 return Reading("answer", act, confidence)
+            if act == "question" and close >= CHECK_CLOSE and on_check_topic and not question_form(text):
+                return Reading("answer", act, confidence)
             if asked and act == "share":
                 act = "question"
         if act == "chat" and topic_share < TOPIC_SURE and (off_topic or relevance < CHAT_ON_TOPIC):
             return Reading("off_topic", act, confidence)
         if act == "chat":  # small talk in form, but about one of the module's topics ("What is GAD?")
             act = "question"
-        if act in ("question", "share", "statement") and off_topic:
+        if act in ("question", "statement") and off_topic:
             return Reading("off_topic", act, confidence)
         if act == "statement":
             return Reading("share", act, confidence)

@@ -293,7 +293,8 @@ _INTENT_NOTES = {
     "stuck": "- The learner says they don't know the answer to the open check: reassure them in a sentence (it is "
              "not a test), give one hint towards the answer without giving it away, and invite them to try or "
              "to skip it. Do not score it.",
-    "social": "- The learner only greeted you, thanked you or said goodbye: reply in kind in a sentence, then "
+    "social": "- The learner only greeted you, thanked you, said goodbye or said they don't know (with no check "
+              "open): reply in kind in a sentence, then "
               "offer to go on with the lesson; teach nothing new this turn.",
 }
 
