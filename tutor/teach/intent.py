@@ -197,6 +197,10 @@ _VI_ASKING_LAST = frozenset("may gi nao sao".split())
 _VI_NEGATORS = frozenset("khong ko chang cha chua".split())
 
 
+# An English question asked indirectly: "I don't get why I feel sick before work", "wondering
+# how long it takes" (folded words, so "don't" is "don t").
+_INDIRECT = re.compile(r"\b(?:(?:don t|dont|do not|can t|cant|cannot|never) (?:get|understand|see|figure out|work out)"
+                       r" (?:why|how|what)|(?:wonder|wondering|curious) (?:why|how|what|whether|if))\b")
 _CLAUSE = re.compile(r"[,;:.!]+")  # "before i answer, does everyone get all three"
 
 
@@ -218,6 +222,8 @@ def question_form(text: str) -> bool:
     if "?" in text or any(_asks_first(clause) for clause in _CLAUSE.split(text)):
         return True
     phrase = " ".join(found)
+    if _INDIRECT.search(phrase):
+        return True
     if _says(phrase, _VI_FRAMES):
         return True
     if len(found) > 1 and found[-1] in _VI_ASKING_LAST and not any(w in _VI_NEGATORS for w in found[:-1]):
