@@ -457,18 +457,6 @@ def test_an_aside_worded_as_a_question_is_not_scored_as_the_answer_to_the_open_c
     assert len(attempts(store)) == 1, texts(answered)
 
 
-def test_a_short_answer_the_meaning_reader_takes_for_a_question_is_judged_when_not_worded_as_one(engine, store):
-    """"ngủ để cơ thể nghỉ ngơi" (sleep lets the body rest) to "what do the body and brain do
-    in sleep?" reads to the meaning reader as a question about sleep, and was pointed back to
-    the lesson ("it's above") instead of judged. Said to an open check, close to it and not
-    worded as a question, it is the learner's answer."""
-    conv = run(engine.open("mai", "giac_ngu_lanh_manh"))
-    run(engine.send(conv.id, LearnerInput(text="tiếp tục")))
-    result = run(engine.send(conv.id, LearnerInput(text="ngủ để cơ thể nghỉ ngơi")))
-    assert len(attempts(store)) == 1, texts(result)
-    assert "Bạn được" in texts(result)
-
-
 def test_a_personal_share_the_module_has_nothing_on_is_heard_not_called_off_topic(engine):
     """A learner saying they have felt low lately is not asking about anything outside the
     module: they get a warm acknowledgement and the way on, not "this module doesn't cover

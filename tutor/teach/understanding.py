@@ -12,9 +12,6 @@ share, chat unrelated to learning, or a medical question. The module decides the
   sweat" answers "what happens in your body?", while "I tried switching my phone off
   before bed and slept much better" (about screens) does not answer "what does sleep do
   for the body?";
-- so is a message the classifier calls a question that is close to the check in the same
-  way and not worded as one ("ngủ để cơ thể nghỉ ngơi" to "what do body and brain do in
-  sleep?");
 - a question or a statement the topic reader places outside the module (tutor.teach.meaning)
   is off topic, and so is chat, unless the topic reader is sure it is about one of the
   module's topics ("What is GAD?"); a share is not: it asks nothing, and is heard as one
@@ -138,8 +135,6 @@ class IntentReader:
             close = float(vector @ check_vector)
             if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE and on_check_topic
                                       and not asked):
-                return Reading("answer", act, confidence)
-            if act == "question" and close >= CHECK_CLOSE and on_check_topic and not question_form(text):
                 return Reading("answer", act, confidence)
             if asked and act == "share":
                 act = "question"
