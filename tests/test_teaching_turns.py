@@ -479,3 +479,18 @@ def test_i_dont_know_with_no_check_open_is_met_with_the_way_on_not_quotes(engine
     assert texts(result).startswith(reply), texts(result)
     assert "Trích từ" not in texts(result) and "From *" not in texts(result)
     assert attempts(store) == []
+
+
+def test_a_short_answer_read_as_a_question_is_answered_and_the_learner_told_how_to_send_it_as_the_answer(
+        engine, store):
+    """"ngủ để cơ thể nghỉ ngơi" (sleep lets the body rest), typed under "what do the body and
+    brain do in sleep?", reads to the meaning reader as a question. It is not judged (judging
+    a question is the worse error) but the learner is told how to send it as the answer; a
+    question worded as one is not."""
+    conv = run(engine.open("mai", "giac_ngu_lanh_manh"))
+    run(engine.send(conv.id, LearnerInput(text="tiếp tục")))
+    result = run(engine.send(conv.id, LearnerInput(text="ngủ để cơ thể nghỉ ngơi")))
+    assert attempts(store) == [] and form_ids(result) == ["check-ngu_de_lam_gi"]
+    assert "Nếu đó là câu trả lời của bạn cho câu hỏi về **Vì sao chúng ta cần ngủ**" in texts(result), texts(result)
+    asked = run(engine.send(conv.id, LearnerInput(text="tại sao người lớn cần ngủ 7 tiếng")))
+    assert "Nếu đó là câu trả lời của bạn" not in texts(asked) and attempts(store) == []

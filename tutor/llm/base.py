@@ -94,7 +94,9 @@ class TeachingContext:
     ask: CheckData | None = None
     goto_topic: str | None = None  # a form answer leads here (an option's next_topic)
     # intent "social": thanks | goodbye | greeting | laugh (tutor.teach.intent.social); intent
-    # "share": struggle | progress | help, "" for plain background (tutor.teach.shares)
+    # "share": struggle | progress | help, "" for plain background (tutor.teach.shares); intent
+    # "question": "near_check" when it may be meant as the open check's answer
+    # (tutor.teach.understanding.NEAR_CHECK)
     kind: str = ""
     # intent "stuck" ("I don't know" to the open check): the built-in tutor's next step towards
     # its answer (not in a model's prompt: a model words its own hint, and a reply copying the

@@ -181,6 +181,9 @@ def _check_intro(ctx: TurnContext, ask: CheckData, t: Translator) -> list[dict[s
                 t("Have another go below when you're ready, or skip it for now: we can come back to it later."))
     elif ctx.teaching.intent == "exercise":
         text = t("Here is something to practise: a question on **{topic}**.", topic=title)
+    elif ask.again and ctx.teaching.intent == "question" and ctx.teaching.kind == "near_check":
+        text = t("If that was your answer to the question about **{topic}**, write it in the box below and "
+                 "press **Check my answer**.", topic=title)
     elif ask.again and ctx.teaching.intent in ANSWERED_BESIDE_CHECK:
         text = t("When you're ready, the question about **{topic}** is still below.", topic=title)
     elif ask.again and ctx.teaching.intent == "retry":

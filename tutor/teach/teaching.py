@@ -191,7 +191,7 @@ async def prepare(
     if intent == "stuck" and ask is not None:  # "I don't know": a way in; the check is asked again below
         hint = next_step(module.find_check(ask.check_id)[1], translator(module.language))
     plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto,
-                                   kind=kind if intent in ("social", "share") else "", hint=hint)
+                                   kind=kind if intent in ("social", "share", "question") else "", hint=hint)
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
 

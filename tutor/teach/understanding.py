@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.material import Check
     from tutor.content.modules import Module
 
-__all__ = ["ACTS", "INTENTS", "IntentReader", "Reading", "Understood", "check_text", "intent_reader", "understand",
+__all__ = ["ACTS", "INTENTS", "NEAR_CHECK", "IntentReader", "Reading", "Understood", "check_text", "intent_reader", "understand",
            "understand_async", "warm"]
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,8 @@ TOPIC_SURE = 0.4
 # development sets: their off-topic messages read as chat reach 0.875 at most, the on-topic
 # ones so read 0.85 and 0.886.
 CHAT_ON_TOPIC = 0.88
+# A question's kind when it reads close to the open check and is not worded as a question.
+NEAR_CHECK = "near_check"
 # The app's own quick replies, a greeting, thanks or goodbye alone (replied in kind, never
 # judged), "I don't know" to an open check (a hint, never judged) and "go back", read by
 # rules first.
@@ -87,7 +89,9 @@ class Reading:
     intent: str  # one of INTENTS
     act: str  # the classifier's act (one of ACTS), or "rules"
     confidence: float
-    kind: str = ""  # a share: struggle | progress | help, "" when plain (tutor.teach.shares)
+    # a share: struggle | progress | help, "" when plain (tutor.teach.shares); a question:
+    # NEAR_CHECK when it may be an answer to the open check instead
+    kind: str = ""
 
 
 def _bank() -> list[tuple[str, str]]:
@@ -138,6 +142,11 @@ class IntentReader:
                 return Reading("answer", act, confidence)
             if asked and act == "share":
                 act = "question"
+            if act == "question" and close >= CHECK_CLOSE and on_check_topic and not question_form(text):
+                # It may be the answer ("ngủ để cơ thể nghỉ ngơi"): answered as a question, and
+                # the learner told how to send it as the answer. Judging a question is the worse
+                # error (docs/authoring.md, "Reading a message's shape").
+                return Reading("question", act, confidence, kind=NEAR_CHECK)
         if act == "chat" and topic_share < TOPIC_SURE and (off_topic or relevance < CHAT_ON_TOPIC):
             return Reading("off_topic", act, confidence)
         if act == "chat":  # small talk in form, but about one of the module's topics ("What is GAD?")

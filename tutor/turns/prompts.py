@@ -334,6 +334,9 @@ def teaching_notes(teaching: TeachingContext) -> str:
         lines.append(f'- The check "{ask.question}" (topic {ask.topic_id}) is still open: answer the learner\'s '
                      "question, then say the check is still there below your reply (the app shows it as a form). "
                      "Do not answer the check yourself.")
+        if teaching.intent == "question" and teaching.kind == "near_check":
+            lines.append("  The message may also be meant as the learner's answer to it: say that, if it is, they "
+                         "can write it in the check's box and press Check my answer. Do not score it.")
     elif ask is not None:
         lines.append(f'- After your reply the app asks the check "{ask.question}" (topic {ask.topic_id}) as a form. '
                      "Lead into it in a sentence or two; do not ask it yourself, answer it, or teach a new topic "
