@@ -494,3 +494,23 @@ def test_a_short_answer_read_as_a_question_is_answered_and_the_learner_told_how_
     assert "Nếu đó là câu trả lời của bạn cho câu hỏi về **Vì sao chúng ta cần ngủ**" in texts(result), texts(result)
     asked = run(engine.send(conv.id, LearnerInput(text="tại sao người lớn cần ngủ 7 tiếng")))
     assert "Nếu đó là câu trả lời của bạn" not in texts(asked) and attempts(store) == []
+
+
+@pytest.mark.parametrize("module, text, note", [
+    (MODULE, "lo âu là gì vậy", "Học phần này được viết bằng tiếng Anh, nên nội dung bên dưới cũng bằng tiếng Anh."),
+    (MODULE, "tim dap nhanh khi lo la sao", "Học phần này được viết bằng tiếng Anh"),
+    ("giac_ngu_lanh_manh", "what are the different stages of sleep",
+     "This module is written in Vietnamese, so what follows is in Vietnamese too."),
+])
+def test_a_question_in_another_language_is_answered_from_the_module_and_says_so(engine, module, text, note):
+    """Retrieval reads across languages; the reply says, in the learner's language, that what
+    it shows is in the module's."""
+    conv = run(engine.open("kim", module))
+    result = run(engine.send(conv.id, LearnerInput(text=text)))
+    assert note in texts(result), texts(result)
+
+
+def test_a_question_in_the_modules_own_language_has_no_language_note(engine):
+    conv = run(engine.open("kim", MODULE))
+    result = run(engine.send(conv.id, LearnerInput(text="Why does my heart race?")))
+    assert "This module is written in" not in texts(result) and "Học phần này được viết" not in texts(result)

@@ -39,8 +39,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
 __all__ = ["DEFAULT_LANGUAGE", "DOMAIN", "LOCALES_DIR", "PAGE", "N_", "Phrase", "Translator", "available_languages",
-           "catalogue_problems", "localize", "placeholders", "preferred_language", "read_catalogue", "supported",
-           "translator"]
+           "catalogue_problems", "language_name", "localize", "placeholders", "preferred_language", "read_catalogue",
+           "supported", "translator"]
 
 DOMAIN = "tutor"
 DEFAULT_LANGUAGE = "en"
@@ -147,6 +147,18 @@ def translator(language: str | None) -> Translator:
     catalogue = _load(found)
     catalogue.add_fallback(english)
     return Translator(found, catalogue)
+
+
+def language_name(language: str, in_language: str) -> str:
+    """`language`'s name as a sentence in `in_language` writes it mid-sentence ("English" in
+    English, "tiếng Anh" in Vietnamese); the tag itself when Babel does not know it."""
+    try:
+        name = babel.Locale.parse(language.replace("-", "_")).get_display_name(in_language.replace("-", "_"))
+    except (ValueError, babel.UnknownLocaleError):
+        return language
+    if not name:
+        return language
+    return name[:1].lower() + name[1:] if in_language.split("-")[0] == "vi" else name
 
 
 def supported(language: str | None) -> str:

@@ -102,6 +102,9 @@ class TeachingContext:
     # its answer (not in a model's prompt: a model words its own hint, and a reply copying the
     # prompt's words is junk, tutor.llm.usable)
     hint: str = ""
+    # the language the learner's message is plainly written in, when it is not the module's
+    # (tutor.understand.accents.written_in): quoted passages then say they are as written
+    written_in: str = ""
 
 
 # Messages the tutor answers while a check is open, leaving the check open and asking it again

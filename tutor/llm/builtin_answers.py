@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tutor.i18n import N_, Translator
+from tutor.i18n import N_, Translator, language_name, translator
 from tutor.contract.authored import markdown_blocks
 from tutor.llm.base import PassageData, TurnContext
 from tutor.render.reflection import reflected
@@ -76,7 +76,8 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
         return _not_covered(module, t), None, ()
     if intent == "more":
         if teaching.passages:
-            return _answer_from(module, teaching.passages, t, t("Here is more on that from the module's material:"))
+            return _answer_from(module, teaching.passages, t, t("Here is more on that from the module's material:"),
+                                note=_language_note(ctx))
         return [block("paragraph", t("That is all this module says about it. You can ask me a question about "
                                      "it, or we can go on."))], None, ()
     if intent == "question" and teaching.passages:
@@ -88,12 +89,13 @@ def respond_to_learner(ctx: TurnContext, t: Translator, *, teaches: bool = True
         named = [t for t in mentioned if _contains(text, t.title)] or [
             t for t in mentioned if t.id == top and t.id not in seen]
         if named and teaches:
-            return [], named[0], ()
-        return _answer_from(module, teaching.passages, t)
+            note = _language_note(ctx)  # the lesson that follows is in the module's language
+            return ([block("paragraph", note)] if note else []), named[0], ()
+        return _answer_from(module, teaching.passages, t, note=_language_note(ctx))
     if intent == "share" and teaching.passages:
         return _answer_from(module, teaching.passages[:1], t, _heard(
             t, kind, N_("Thank you for sharing that. This part of the module may speak to it:"),
-            N_("This part of the module may speak to it:")), heard=kind)
+            N_("This part of the module may speak to it:")), heard=kind, note=_language_note(ctx))
     if mentioned and _asks(text):
         # "Next: Anxiety and fear" also mentions the keyword "anxiety" of another topic:
         # the topic named by its title is the one asked about.
@@ -125,12 +127,22 @@ def _heard(t: Translator, kind: str, plain: str, tail: str = "", **values: str) 
     return f"{t(_ACKNOWLEDGED[kind])} {t(tail, **values)}" if tail else t(_ACKNOWLEDGED[kind])
 
 
+def _language_note(ctx: TurnContext) -> str:
+    """Said in the learner's language when they wrote in another than the module's: the
+    passages quoted are in the module's ("lo âu là gì" in an English module)."""
+    language = ctx.teaching.written_in
+    if not language:
+        return ""
+    return translator(language)("This module is written in {language}, so what follows is in {language} too.",
+                                language=language_name(ctx.module.language, language))
+
+
 def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translator, intro: str = "",
-                 heard: str | None = None) -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
+                 heard: str | None = None, note: str = "") -> tuple[list[dict[str, Any]], None, tuple[str, ...]]:
     """The best passage, and a second that scores nearly as well, quoted with their topic
     and source; one the learner was shown a moment ago is pointed back to, not quoted again
     (`heard`: the learner shared their own experience, and is acknowledged for it first: the
-    share's kind, "" for plain background)."""
+    share's kind, "" for plain background; `note`: _language_note, before the quotes)."""
     best = passages[0].score or 1.0
     chosen = [p for i, p in enumerate(passages[:2]) if i == 0 or p.score >= _SECOND_PASSAGE * best]
     blocks: list[dict[str, Any]] = []
@@ -149,6 +161,8 @@ def _answer_from(module: Module, passages: tuple[PassageData, ...], t: Translato
     chosen = [p for p in chosen if p.topic_id not in topics]
     if not chosen:
         return blocks, None, tuple(dict.fromkeys(topics))
+    if note:
+        blocks.append(block("paragraph", note))
     blocks.append(block("paragraph", intro or t("Here is what this module's material says about that:")))
     for passage in chosen:
         topic = module.topic(passage.topic_id) if passage.topic_id else None

@@ -71,6 +71,7 @@ from tutor.teach.meaning import more_about, quoted_topic, said_words, shown_in
 from tutor.teach.understanding import understand_async
 from tutor.topic_mentions import form_covers
 from tutor.understand import EmbedderUnavailable
+from tutor.understand.accents import written_in
 
 __all__ = [
     "CheckHistory", "Finished", "TurnPlan", "finish", "learner_state", "prepare",
@@ -190,8 +191,10 @@ async def prepare(
     hint = ""
     if intent == "stuck" and ask is not None:  # "I don't know": a way in; the check is asked again below
         hint = next_step(module.find_check(ask.check_id)[1], translator(module.language))
+    language = written_in(learner.text) if learner.text and passages else None
     plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto,
-                                   kind=kind if intent in ("social", "share", "question") else "", hint=hint)
+                                   kind=kind if intent in ("social", "share", "question") else "", hint=hint,
+                                   written_in=language if language and language != module.language.split("-")[0] else "")
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
 

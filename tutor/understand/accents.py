@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tutor.understand.spans import fold_accents
 
-__all__ = ["CORPUS", "Restorer", "restore", "restorer"]
+__all__ = ["CORPUS", "Restorer", "restore", "restorer", "written_in"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 # Where the Vietnamese written with diacritics comes from (globs under the project root).
@@ -165,3 +165,21 @@ def restorer() -> Restorer:
 def restore(text: str) -> str:
     """`text` with its diacritics restored when it is plain Vietnamese, else as it is."""
     return restorer().restore(text)
+
+
+# Letters only Vietnamese writes (with or without a tone on them), and English words common
+# enough that two of them in a plain message make it English.
+_VIETNAMESE_LETTERS = re.compile(r"[đăâêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
+_ENGLISH_WORDS = frozenset("""the a an is are was were do does did what why how when which who can could should
+would will i my me you your it this that of to in on for with and or not if about before after""".split())
+
+
+def written_in(text: str) -> str | None:
+    """"vi" or "en" when the message is plainly written in it ("lo âu là gì", "lo au la gi vay";
+    "what are the stages of sleep"), else None (too short, a name, mixed)."""
+    if _VIETNAMESE_LETTERS.search(text) or restorer().looks_vietnamese(text):
+        return "vi"
+    words = re.findall(r"[a-z']+", text.casefold())
+    if text.isascii() and len(words) >= 3 and sum(w in _ENGLISH_WORDS for w in words) >= 2:
+        return "en"
+    return None
