@@ -103,7 +103,8 @@ class TeachingContext:
     # prompt's words is junk, tutor.llm.usable)
     hint: str = ""
     # the language the learner's message is plainly written in, when it is not the module's
-    # (tutor.understand.accents.written_in): quoted passages then say they are as written
+    # (tutor.understand.accents.written_in): the reply then says, in it, that what it shows
+    # from the module is in the module's language
     written_in: str = ""
 
 

@@ -128,8 +128,8 @@ def _heard(t: Translator, kind: str, plain: str, tail: str = "", **values: str) 
 
 
 def _language_note(ctx: TurnContext) -> str:
-    """Said in the learner's language when they wrote in another than the module's: the
-    passages quoted are in the module's ("lo âu là gì" in an English module)."""
+    """Said in the learner's language when they wrote in another than the module's: what
+    follows from the module is in the module's ("lo âu là gì" in an English module)."""
     language = ctx.teaching.written_in
     if not language:
         return ""

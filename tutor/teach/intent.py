@@ -47,8 +47,9 @@ keep lets let carry proceed thanks thank tiep ke xem""".split())  # Vietnamese: 
 
 def classify(text: str | None, *, check_open: bool) -> str:
     """One of: social (a greeting, thanks or goodbye alone, or "I don't know" alone with no
-    check open), stuck ("I don't know" alone, only when `check_open`), back (to the topic before), question, skip, retry, summary (also
-    "where was I?", "what will I learn?"), navigate, answer (only when `check_open`), other."""
+    check open), stuck ("I don't know" alone, only when `check_open`), back (to the topic
+    before), question, skip, retry, summary (also "where was I?", "what will I learn?"),
+    navigate, answer (only when `check_open`), other."""
     raw = text or ""
     if social(raw):
         return "social"

@@ -192,9 +192,11 @@ async def prepare(
     if intent == "stuck" and ask is not None:  # "I don't know": a way in; the check is asked again below
         hint = next_step(module.find_check(ask.check_id)[1], translator(module.language))
     language = written_in(learner.text) if learner.text and passages else None
+    if language == module.language.split("-")[0]:
+        language = None
     plan.context = TeachingContext(intent=intent, passages=passages, judged=judged, ask=ask, goto_topic=goto,
                                    kind=kind if intent in ("social", "share", "question") else "", hint=hint,
-                                   written_in=language if language and language != module.language.split("-")[0] else "")
+                                   written_in=language or "")
     plan.interim, plan.seen, plan.mastered = interim, frozenset(seen), mastered
     return plan
 

@@ -52,7 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from tutor.content.material import Check
     from tutor.content.modules import Module
 
-__all__ = ["ACTS", "INTENTS", "NEAR_CHECK", "IntentReader", "Reading", "Understood", "check_text", "intent_reader", "understand",
+__all__ = ["ACTS", "INTENTS", "NEAR_CHECK", "IntentReader", "Reading", "Understood", "check_text", "intent_reader",
+           "understand",
            "understand_async", "warm"]
 
 log = logging.getLogger(__name__)
