@@ -102,6 +102,10 @@ def test_held_out_numbers_do_not_regress(config, path):
 #   holdout.yaml  130/150, 5/150; 35/44
 #   holdout2.yaml 73/80, 13/80; 36/40 (written by someone who saw neither bank nor sets)
 #   holdout3.yaml 95/100, 7/100; 41/42 (likewise, with heavy distress among the look-alikes)
+#   plans.yaml    22/24, 2/56; 22/24 (lesson plans beside crisis plans, 2026-11-29: written
+#                 and committed before the plan exemplars, exemplars_*-plans.yaml; before
+#                 them 22/24, 20/56). With those exemplars holdout2 went 13 -> 11 false alarms
+#                 and one holdout imminent message was said serious; C-SSRS 329 -> 327 of 383.
 # With plain Vietnamese restored and the distress and acute exemplars (2026-11-28), from: dev
 # 113/120, 1/120, 40/42; dev2 98, 8; dev3 76, 8, 36/40 (sic: 10 before the negators); dev4
 # 92, 26, 40/42; holdout 128, 9, 32/44; holdout2 73, 12, 36/40; holdout3 91, 16, 40/42.
@@ -125,6 +129,7 @@ from tutor.risk.evaluate import (  # noqa: E402
     HOLDOUT2_SET,
     HOLDOUT3_SET,
     HOLDOUT_SET,
+    PLANS_SET,
 )
 
 # Measured with the native embedding engine (tutor.understand.engine), which this suite's
@@ -142,6 +147,7 @@ BOTH_LAYERS = {
     HOLDOUT_SET: ((130, 150), (5, 150), (35, 44)),
     HOLDOUT2_SET: ((73, 80), (13, 80), (36, 40)),
     HOLDOUT3_SET: ((95, 100), (7, 100), (41, 42)),
+    PLANS_SET: ((22, 24), (2, 56), (22, 24)),
 }
 SLACK = 2
 
@@ -181,8 +187,9 @@ def test_both_layers_hold_their_measured_numbers(config, both_layers, path):
 # exemplars (exemplars_*-context.yaml): dev 25, held out 20. The dev files gained 111 answers
 # stated the wrong way round (answers_*_more.yaml): none of them flagged. With plain
 # Vietnamese restored: dev 22, held out 14; then with the distress and acute exemplars: dev
-# 18, held out 15.
-LESSON_TALK = {"dev": (18, 657), "holdout": (15, 531)}
+# 18, held out 15 (14 on the machine of 2026-11-29); with the plan exemplars
+# (exemplars_*-plans.yaml): dev 17, held out 12.
+LESSON_TALK = {"dev": (17, 657), "holdout": (12, 531)}
 
 
 @pytest.mark.parametrize("name", list(LESSON_TALK))
