@@ -106,6 +106,9 @@ def test_held_out_numbers_do_not_regress(config, path):
 #                 and committed before the plan exemplars, exemplars_*-plans.yaml; before
 #                 them 22/24, 20/56). With those exemplars holdout2 went 13 -> 11 false alarms
 #                 and one holdout imminent message was said serious; C-SSRS 329 -> 327 of 383.
+#   exposure.yaml 22/22, 13/32; 22/22 (exposure steps planned in the anxiety lesson beside
+#                 crisis plans at the same places, 2026-11-29: a known gap. Exemplars of
+#                 exposure steps took it to 8/32 but lost a held-out imminent message: not kept.)
 # With plain Vietnamese restored and the distress and acute exemplars (2026-11-28), from: dev
 # 113/120, 1/120, 40/42; dev2 98, 8; dev3 76, 8, 36/40 (sic: 10 before the negators); dev4
 # 92, 26, 40/42; holdout 128, 9, 32/44; holdout2 73, 12, 36/40; holdout3 91, 16, 40/42.
@@ -128,6 +131,7 @@ from tutor.risk.evaluate import (  # noqa: E402
     DEV_SET,
     HOLDOUT2_SET,
     HOLDOUT3_SET,
+    EXPOSURE_SET,
     HOLDOUT_SET,
     PLANS_SET,
 )
@@ -148,6 +152,7 @@ BOTH_LAYERS = {
     HOLDOUT2_SET: ((73, 80), (13, 80), (36, 40)),
     HOLDOUT3_SET: ((95, 100), (7, 100), (41, 42)),
     PLANS_SET: ((22, 24), (2, 56), (22, 24)),
+    EXPOSURE_SET: ((22, 22), (13, 32), (22, 22)),
 }
 SLACK = 2
 

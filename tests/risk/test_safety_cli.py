@@ -15,10 +15,10 @@ def test_eval_prints_the_own_development_and_held_out_sets_per_label_language_an
     assert [line for line in out.splitlines() if line.startswith("== ")] == [
         "== messages.yaml (both)", "== dev.yaml (both)", "== dev2.yaml (both)", "== dev3.yaml (both)",
         "== dev4.yaml (both)", "== holdout.yaml (both)", "== holdout2.yaml (both)", "== holdout3.yaml (both)",
-        "== plans.yaml (both)"]
+        "== plans.yaml (both)", "== exposure.yaml (both)"]
     for label in ("self_harm", "harm_to_others", "abuse", "medical_emergency", "concern_for_other", "overall"):
         rows = [line for line in out.splitlines() if line.startswith(label)]
-        assert len(rows) == 9 and all("%" in row for row in rows), rows
+        assert len(rows) == 10 and all("%" in row for row in rows), rows
     for row in ("  en ", "  vi ", "  vi-plain ", "  plan ", "  farewell ", "  idiom ", "  goodbye "):
         assert row in out, row
     assert "said imminent" in out and "CPU per message" in out and "p99" in out

@@ -29,7 +29,8 @@ from tutor.risk._lines import parse_yaml
 from tutor.risk.config import REPO_ROOT, SafetyConfig
 from tutor.risk.screen import RiskFlag, screen
 
-__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV4_SET", "DEV_SET", "EVAL_SETS", "HOLDOUT2_SET", "HOLDOUT3_SET",
+__all__ = ["DEFAULT_SET", "DEV2_SET", "DEV3_SET", "DEV4_SET", "DEV_SET", "EVAL_SETS", "EXPOSURE_SET", "HOLDOUT2_SET",
+           "HOLDOUT3_SET",
            "HOLDOUT_SET", "IMMINENT_KINDS", "PLANS_SET", "LabelledMessage", "LabelledSetError", "Report", "evaluate",
            "format_report", "load_labelled_set", "load_rated_set"]
 
@@ -50,9 +51,12 @@ HOLDOUT3_SET = REPO_ROOT / "evals" / "safety" / "holdout3.yaml"
 # Plans and intentions said in a lesson ("tonight I'll try to go to sleep early") beside
 # crisis plans in the same time words: written and committed before the plan exemplars were.
 PLANS_SET = REPO_ROOT / "evals" / "safety" / "plans.yaml"
+# Exposure steps planned in the anxiety lesson (a lift to the 10th floor, the platform as the
+# express goes through) beside crisis plans at the same places: a known gap, tracked.
+EXPOSURE_SET = REPO_ROOT / "evals" / "safety" / "exposure.yaml"
 # What `tutor safety eval` screens by default, in the order it prints them.
 EVAL_SETS = (DEFAULT_SET, DEV_SET, DEV2_SET, DEV3_SET, DEV4_SET, HOLDOUT_SET, HOLDOUT2_SET, HOLDOUT3_SET,
-             PLANS_SET)
+             PLANS_SET, EXPOSURE_SET)
 MIN_RECALL = 0.90
 MAX_FALSE_POSITIVE_RATE = 0.03
 IMMINENT_KINDS = ("plan", "preparation", "means", "timing", "farewell", "attempt")
