@@ -392,6 +392,7 @@ def test_a_learners_plan_for_tonight_is_lesson_talk_not_a_crisis(engine, store, 
 
 def test_a_plan_for_tonight_with_the_means_is_still_met_with_the_emergency_reply(engine, store):
     view = run(engine.open("lee", MODULE))
-    result = run(engine.send(view.id, LearnerInput(text="tonight I'm going to take all my pills and go to sleep for good")))
+    text = "tonight I'm going to take all my pills and go to sleep for good"
+    result = run(engine.send(view.id, LearnerInput(text=text)))
     assert "risk:self_harm" in result.reply.flags
     assert [r.severity for r in risk_rows(store)] == ["imminent"]

@@ -118,8 +118,9 @@ class ModuleVectors:
         self.cards = VectorCache(model.id, f"cards-{module.id}").vectors(cards, model.embed_many) \
             if cards else np.zeros((0, 1), np.float32)
         self.topics = _topic_reader(module, index)
-        doing = {t.id for p in module.phases if p.practice for sec in p.sections for t in sec.topics}
-        self.practice = np.array([float(t in doing) for t in index.topics])  # per topic: a thing to do
+        # the module's things to do (topics of a practice phase), and per topic whether it is one
+        self.doing = frozenset(t.id for p in module.phases if p.practice for sec in p.sections for t in sec.topics)
+        self.practice = np.array([float(t in self.doing) for t in index.topics])
         checks = [check for topic in module.topics for check in topic.checks]
         rows = VectorCache(model.id, f"checks-{module.id}").vectors(
             [check_text(c) for c in checks], model.embed_many) if checks else []
@@ -211,7 +212,8 @@ def find(module: Module, question: str, vector: np.ndarray, k: int = 3) -> Found
     words = lexical[1] if lexical is not None else np.zeros(len(index.passages))
     score = (W_LEXICAL * words + W_PASSAGE * _scaled(passage_cos)
              + W_CARD * _scaled(card_cos)[index.topic_at])
-    if vectors.practice.any() and asks_what_to_do(question):
+    what_to_do = vectors.practice.any() and asks_what_to_do(question)
+    if what_to_do:
         score = score + W_PRACTICE * vectors.practice[index.topic_at]
     if vectors.topics is not None:
         proba = dict(zip(vectors.topics.classes, vectors.topics.proba(vector[None, :], ngram_rows([read]))[0]))
@@ -219,18 +221,17 @@ def find(module: Module, question: str, vector: np.ndarray, k: int = 3) -> Found
         if proba.get(ELSEWHERE, 0.0) >= ELSEWHERE_ABOVE:
             return Found([], relevance, True, share)
         score = score + W_TOPIC * np.array([proba.get(index.topics[i] or "", 0.0) for i in index.topic_at])
-        return Found(_skill_first(index.ranked(score, k, 1), vectors, index, question), relevance, False, share)
+        found = index.ranked(score, k, 1)
+        return Found(_skill_first(found, vectors.doing) if what_to_do else found, relevance, False, share)
     return Found(index.ranked(score, k, 1), relevance, False)
 
 
-def _skill_first(found: list[Passage], vectors: ModuleVectors, index: Index, question: str) -> list[Passage]:
-    """A "what can I do" question answered first from a thing to do (SKILL_WITHIN): "what can
-    I do at 3am when my mind races" had the passage on how body, mind and behaviour feed each
-    other first, and box breathing second."""
-    if not found or not vectors.practice.any() or not asks_what_to_do(question):
-        return found
-    doing = {index.topics[i] for i in range(len(index.topics)) if vectors.practice[i]}
-    if found[0].topic_id in doing:
+def _skill_first(found: list[Passage], doing: frozenset[str]) -> list[Passage]:
+    """The passages found for a "what can I do" question, a thing to do (a topic in `doing`)
+    first when it scores at least SKILL_WITHIN of the best: "what can I do at 3am when my
+    mind races" had the passage on how body, mind and behaviour feed each other first, and
+    box breathing second."""
+    if not found or found[0].topic_id in doing:
         return found
     best = found[0].score or 1.0
     for j, p in enumerate(found[1:], 1):

@@ -130,20 +130,21 @@ class IntentReader:
         acts = self.acts(text, vector)
         act = max(acts, key=acts.__getitem__)
         confidence = acts[act]
-        if check_vector is None and act in ("share", "statement") and question_form(text):
+        worded = question_form(text)
+        if check_vector is None and act in ("share", "statement") and worded:
             act = "question"  # "isnt self compassion just being soft on yourself"; to a check, "what if…" answers
         if check_vector is not None:
             # Near the check in meaning but worded as a question ("hôm nay ngày mấy", "tối
             # nay ăn gì"): short messages all sit close to a short check, so the wording
             # decides; a statement is still an answer ("what if…" answers start so).
-            asked = act in ("share", "chat") and question_form(text)
+            asked = act in ("share", "chat") and worded
             close = float(vector @ check_vector)
             if act == "statement" or (act in ("share", "chat") and close >= CHECK_CLOSE and on_check_topic
                                       and not asked):
                 return Reading("answer", act, confidence)
             if asked and act == "share":
                 act = "question"
-            if act == "question" and close >= CHECK_CLOSE and on_check_topic and not question_form(text):
+            if act == "question" and close >= CHECK_CLOSE and on_check_topic and not worded:
                 # It may be the answer ("ngủ để cơ thể nghỉ ngơi"): answered as a question, and
                 # the learner told how to send it as the answer. Judging a question is the worse
                 # error (docs/authoring.md, "Reading a message's shape").
